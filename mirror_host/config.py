@@ -1,0 +1,356 @@
+"""Settings: one frozen dataclass per room, and the merge of layered sources. Pure.
+
+Values arrive in *layers*, each a flat mapping of dotted keys (``server.listen``)
+with the name of where they came from. :func:`build_config` applies them in
+order (defaults < TOML file < ``MIRROR_HOST_*`` environment < command-line
+flags), parses and validates every value, and refuses unknown keys with an
+error naming the key and its origin. Reading files and the environment happens in
+``mirror_host.config_file``; this module only sees plain values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mirror_host.errors import ConfigError
+
+__all__ = [
+    "KEYS",
+    "SOURCE_KINDS",
+    "Config",
+    "Endpoint",
+    "HerdrSettings",
+    "Layer",
+    "LocalSettings",
+    "LogSettings",
+    "Profile",
+    "ServerSettings",
+    "SourceSettings",
+    "StateSettings",
+    "TmuxSettings",
+    "build_config",
+    "flatten_table",
+    "parse_endpoint",
+    "parse_size",
+]
+
+SOURCE_KINDS = ("local", "herdr", "tmux")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A numeric address and a TCP port (0 = pick a free port)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """The TLS listener (host room)."""
+
+    #: Where to accept Prowl clients. Prowl's own default port is 7880.
+    listen: Endpoint = Endpoint("0.0.0.0", 7880)
+    #: The address put in the QR payload; ``None`` = the first non-loopback IPv4.
+    advertise_address: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSettings:
+    """Where the device store, admin socket and status file live."""
+
+    dir: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogSettings:
+    """Log verbosity and shape."""
+
+    level: str = "info"
+    format: str = "text"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """Which pane source the host mirrors."""
+
+    kind: str = "local"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalSettings:
+    """PTYs the host spawns itself."""
+
+    #: Commands to run, one pane each; empty = the user's login shell.
+    commands: tuple[str, ...] = ()
+    #: Grid of each PTY, in cells.
+    columns: int = 120
+    rows: int = 40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HerdrSettings:
+    """How to reach Herdr."""
+
+    #: The API socket; ``None`` = ``HERDR_SOCKET_PATH`` or Herdr's default path.
+    socket: str | None = None
+    #: The ``herdr`` executable for ``terminal session observe``; ``None`` = PATH.
+    bin: str | None = None
+    #: Named Herdr session (``HERDR_SESSION``), used when no socket is given.
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmuxSettings:
+    """Which tmux server to mirror."""
+
+    #: ``tmux -L NAME``.
+    socket_name: str | None = None
+    #: ``tmux -S PATH``; wins over ``socket_name``.
+    socket_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """A launchable agent profile for the ``create`` command."""
+
+    id: str
+    name: str
+    agent: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Every setting, one slice per room."""
+
+    server: ServerSettings = field(default_factory=ServerSettings)
+    state: StateSettings = field(default_factory=StateSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    source: SourceSettings = field(default_factory=SourceSettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
+    herdr: HerdrSettings = field(default_factory=HerdrSettings)
+    tmux: TmuxSettings = field(default_factory=TmuxSettings)
+    #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
+    profiles: tuple[Profile, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One source of settings: dotted keys to raw values, and where they came from."""
+
+    origin: str
+    values: Mapping[str, object]
+
+
+# ------------------------------------------------------------------ value parsers
+
+
+def parse_endpoint(text: str) -> Endpoint:
+    """``HOST:PORT`` or ``[IPv6]:PORT`` with a numeric host.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    match = re.fullmatch(r"\[([^\]]+)\]:(\d+)|([^:\[\]]+):(\d+)", text.strip())
+    if not match:
+        raise ValueError(f"expected HOST:PORT or [IPv6]:PORT, got {text!r}")
+    host = match.group(1) or match.group(3)
+    port = int(match.group(2) or match.group(4))
+    ipaddress.ip_address(host)  # a numeric address, as Prowl's host requires
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 0 … 65535")
+    return Endpoint(host, port)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``COLSxROWS`` with each side in 1 … 1000 (the VT grid limit).
+
+    Raises:
+        ValueError: not of that form, or out of range.
+    """
+    match = re.fullmatch(r"(\d+)[xX](\d+)", text.strip())
+    if not match:
+        raise ValueError(f"expected COLSxROWS such as 120x40, got {text!r}")
+    columns, rows = int(match.group(1)), int(match.group(2))
+    if not (1 <= columns <= 1000 and 1 <= rows <= 1000):
+        raise ValueError("columns and rows must each be 1 … 1000")
+    return columns, rows
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _optional_text(value: object) -> str | None:
+    text = _text(value)
+    return text or None
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        text = _text(value).lower()
+        if text not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {text!r}")
+        return text
+
+    return parse
+
+
+def _text_list(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise ValueError("expected a string or an array of strings")
+
+
+def _address(value: object) -> str | None:
+    text = _optional_text(value)
+    if text is not None:
+        ipaddress.ip_address(text)
+    return text
+
+
+def _endpoint(value: object) -> Endpoint:
+    return parse_endpoint(_text(value))
+
+
+def _size(value: object) -> tuple[int, int]:
+    return parse_size(_text(value))
+
+
+#: Every settable key: (room attribute, field, parser). ``local.size`` is special:
+#: it sets two fields.
+KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
+    "server.listen": ("server", "listen", _endpoint),
+    "server.advertise_address": ("server", "advertise_address", _address),
+    "state.dir": ("state", "dir", _text),
+    "log.level": ("log", "level", _choice(LOG_LEVELS)),
+    "log.format": ("log", "format", _choice(LOG_FORMATS)),
+    "source.kind": ("source", "kind", _choice(SOURCE_KINDS)),
+    "local.commands": ("local", "commands", _text_list),
+    "local.size": ("local", "size", _size),
+    "herdr.socket": ("herdr", "socket", _optional_text),
+    "herdr.bin": ("herdr", "bin", _optional_text),
+    "herdr.session": ("herdr", "session", _optional_text),
+    "tmux.socket_name": ("tmux", "socket_name", _optional_text),
+    "tmux.socket_path": ("tmux", "socket_path", _optional_text),
+}
+
+_PROFILE_KEYS = {"name", "agent", "args"}
+_PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def flatten_table(table: Mapping[str, object], origin: str) -> dict[str, object]:
+    """Turn a parsed TOML document into dotted keys, refusing unknown ones.
+
+    ``[profiles.<id>]`` tables become ``profiles.<id>.<key>``.
+
+    Raises:
+        ConfigError: an unknown section or key (named with ``origin``).
+    """
+    flat: dict[str, object] = {}
+    for section, body in table.items():
+        if not isinstance(body, Mapping):
+            raise ConfigError(section, "expected a [table]", origin=origin)
+        for key, value in body.items():
+            dotted = f"{section}.{key}"
+            if section == "profiles":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(dotted, "expected a [profiles.<id>] table", origin=origin)
+                for item, item_value in value.items():
+                    flat[f"{dotted}.{item}"] = item_value
+                if not value:
+                    raise ConfigError(dotted, "a profile needs an agent", origin=origin)
+                continue
+            if dotted not in KEYS:
+                raise ConfigError(dotted, "unknown setting", origin=origin)
+            flat[dotted] = value
+    return flat
+
+
+def build_config(layers: Iterable[Layer]) -> Config:
+    """Apply ``layers`` in order over the defaults and validate the result.
+
+    Raises:
+        ConfigError: an unknown key or an invalid value, naming both the key and
+            the layer's origin.
+    """
+    rooms: dict[str, dict[str, Any]] = {}
+    profiles: dict[str, dict[str, Any]] | None = None
+    for layer in layers:
+        for key, raw in layer.values.items():
+            if key.startswith("profiles."):
+                profiles = profiles if profiles is not None else {}
+                _set_profile_key(profiles, key, raw, layer.origin)
+                continue
+            spec = KEYS.get(key)
+            if spec is None:
+                raise ConfigError(key, "unknown setting", origin=layer.origin)
+            room, attr, parse = spec
+            try:
+                value = parse(raw)
+            except ValueError as exc:
+                raise ConfigError(key, str(exc), origin=layer.origin) from exc
+            if key == "local.size":
+                rooms.setdefault(room, {}).update(columns=value[0], rows=value[1])
+            else:
+                rooms.setdefault(room, {})[attr] = value
+    config = Config()
+    replacements: dict[str, Any] = {
+        room: dataclasses.replace(getattr(config, room), **values) for room, values in rooms.items()
+    }
+    if profiles is not None:
+        for pid, profile_spec in profiles.items():
+            if not profile_spec.get("agent"):
+                raise ConfigError(
+                    f"profiles.{pid}.agent",
+                    "a profile needs an agent",
+                    origin=profile_spec["origin"],
+                )
+        replacements["profiles"] = tuple(
+            Profile(
+                id=pid,
+                name=profile_spec.get("name") or pid,
+                agent=profile_spec["agent"],
+                args=tuple(profile_spec.get("args", ())),
+            )
+            for pid, profile_spec in sorted(profiles.items())
+        )
+    return dataclasses.replace(config, **replacements)
+
+
+def _set_profile_key(
+    profiles: dict[str, dict[str, Any]], key: str, raw: object, origin: str
+) -> None:
+    parts = key.split(".")
+    if len(parts) != 3 or parts[2] not in _PROFILE_KEYS:
+        raise ConfigError(key, "unknown setting (a profile takes name, agent, args)", origin=origin)
+    pid, item = parts[1], parts[2]
+    if not _PROFILE_ID.match(pid):
+        raise ConfigError(
+            key, "a profile id is 1-64 letters, digits, '.', '_' or '-'", origin=origin
+        )
+    spec = profiles.setdefault(pid, {"origin": origin})
+    try:
+        if item == "args":
+            spec["args"] = _text_list(raw)
+        elif not isinstance(raw, str) or not raw:
+            raise ValueError("expected a non-empty string")
+        else:
+            spec[item] = raw
+    except ValueError as exc:
+        raise ConfigError(key, str(exc), origin=origin) from exc

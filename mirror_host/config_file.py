@@ -1,0 +1,130 @@
+"""Read settings from disk and the environment, and know the platform's paths. I/O.
+
+The pure merge lives in :mod:`mirror_host.config`; this module only gathers the
+layers: built-in defaults (with platform paths), the TOML file, ``MIRROR_HOST_*``
+variables and command-line flags.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from mirror_host.config import KEYS, Config, Layer, build_config, flatten_table
+from mirror_host.errors import ConfigError
+
+__all__ = [
+    "ENV_PREFIX",
+    "default_config_path",
+    "default_state_dir",
+    "env_layer",
+    "load_config",
+    "read_config_file",
+]
+
+ENV_PREFIX = "MIRROR_HOST_"
+#: Names under the prefix that are not settings.
+_ENV_RESERVED = {"MIRROR_HOST_CONFIG"}
+
+
+def _home() -> Path:
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def default_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/mirror-host/config.toml`` (Linux) or Application Support (macOS)."""
+    if sys.platform == "darwin":
+        return _home() / "Library" / "Application Support" / "mirror-host" / "config.toml"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(_home() / ".config")
+    return Path(base) / "mirror-host" / "config.toml"
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/mirror-host`` (Linux) or Application Support (macOS)."""
+    if sys.platform == "darwin":
+        return _home() / "Library" / "Application Support" / "mirror-host"
+    base = os.environ.get("XDG_STATE_HOME") or str(_home() / ".local" / "state")
+    return Path(base) / "mirror-host"
+
+
+def read_config_file(path: Path, *, required: bool) -> Layer | None:
+    """Parse a TOML config file into a layer.
+
+    Raises:
+        ConfigError: the file is missing (when ``required``), unreadable, not
+            TOML, or holds an unknown key.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError("--config", "file not found", origin=str(path)) from None
+        return None
+    except OSError as exc:
+        raise ConfigError("--config", f"cannot read: {exc.strerror}", origin=str(path)) from exc
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("--config", f"not valid TOML: {exc}", origin=str(path)) from exc
+    return Layer(str(path), flatten_table(table, str(path)))
+
+
+def env_layer(environ: Mapping[str, str]) -> Layer:
+    """``MIRROR_HOST_SECTION_KEY=value`` variables as a layer.
+
+    ``MIRROR_HOST_LOCAL_COMMANDS`` takes a TOML array (``["htop", "bash"]``) or one
+    command. Profiles cannot be set from the environment.
+
+    Raises:
+        ConfigError: a ``MIRROR_HOST_*`` variable that names no setting.
+    """
+    by_env = {ENV_PREFIX + key.replace(".", "_").upper(): key for key in KEYS}
+    values: dict[str, object] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
+            continue
+        key = by_env.get(name)
+        if key is None:
+            raise ConfigError(name, "unknown setting", origin="environment")
+        value: object = raw
+        if key == "local.commands" and raw.lstrip().startswith("["):
+            try:
+                value = tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(name, f"not a TOML array: {exc}", origin="environment") from exc
+        values[key] = value
+    return Layer("environment", values)
+
+
+def load_config(
+    *,
+    config_path: str | None,
+    flags: Mapping[str, object],
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Merge defaults < TOML file < environment < flags.
+
+    ``config_path`` (``--config``) must exist when given; otherwise
+    ``MIRROR_HOST_CONFIG`` or the platform default is read if present.
+
+    Raises:
+        ConfigError: any unknown or invalid setting, naming its origin.
+    """
+    env = os.environ if environ is None else environ
+    defaults = Layer("default", {"state.dir": str(default_state_dir())})
+    explicit = config_path or env.get("MIRROR_HOST_CONFIG")
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    file_layer = read_config_file(path, required=bool(explicit))
+    layers = [defaults]
+    if file_layer is not None:
+        layers.append(file_layer)
+    layers.append(env_layer(env))
+    layers.append(Layer("command line", {k: v for k, v in flags.items() if v is not None}))
+    config = build_config(layers)
+    state_dir = Path(config.state.dir).expanduser()
+    if not state_dir.is_absolute():
+        state_dir = Path.cwd() / state_dir
+    return build_config([*layers, Layer("resolved", {"state.dir": str(state_dir)})])

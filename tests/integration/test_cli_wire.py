@@ -1,0 +1,76 @@
+"""``mirror-host wire decode`` as a user runs it: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run(hex_text: str, *args: str) -> tuple[int, list[dict[str, object]]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "wire", "decode", *args],
+        input=hex_text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return result.returncode, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_decodes_packets_one_line_each() -> None:
+    code, lines = run("0000000c 007b226c697374223a7b7d7d\n0000000c007b2270696e67223a7b7d7d")
+    assert code == 0
+    assert lines == [{"kind": 0, "message": {"list": {}}}, {"kind": 0, "message": {"ping": {}}}]
+
+
+def test_first_invalid_packet_stops_with_error_and_exit_1() -> None:
+    code, lines = run("0000000c007b226c697374223a7b7d7d 00000002 0300")
+    assert code == 1
+    assert lines[0] == {"kind": 0, "message": {"list": {}}}
+    assert lines[1] == {"error": "unknown packet kind 3 (expected 0, 1 or 2)"}
+
+
+def test_payload_mode() -> None:
+    code, lines = run(
+        "02000102030405060708090a0b0c0d0e0f000000000000000100000050000000180141", "--payload"
+    )
+    assert code == 0
+    assert lines == [
+        {
+            "kind": 2,
+            "subscriptionID": "00010203-0405-0607-0809-0A0B0C0D0E0F",
+            "sequence": 1,
+            "columns": 80,
+            "rows": 24,
+            "truncated": True,
+            "text": "A",
+        }
+    ]
+
+
+def test_vt_frame_bytes_are_base64() -> None:
+    code, lines = run(
+        "00000038011111111122223333444455555555555500000000000000010000005100000019"
+        "1b5b324ae6809de88083e4b8ad0de7bb93e8aeba1b5b48"
+    )
+    assert code == 0
+    assert lines[0]["bytes"] == "G1sySuaAneiAg+S4rQ3nu5PorrobW0g="
+    assert lines[0]["columns"] == 81
+
+
+def test_not_hex_is_an_error() -> None:
+    code, lines = run("zz")
+    assert code == 1
+    assert "not hex" in str(lines[0]["error"])
+
+
+def test_help_explains_the_input_kinds() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "wire", "decode", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert "--payload" in result.stdout and "pairing-code" in result.stdout

@@ -1,0 +1,106 @@
+"""Settings: layering, validation, unknown keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mirror_host.config import Endpoint, Layer, build_config, flatten_table, parse_endpoint
+from mirror_host.config_file import env_layer, load_config
+from mirror_host.errors import ConfigError
+
+
+def test_defaults() -> None:
+    config = build_config([])
+    assert config.server.listen == Endpoint("0.0.0.0", 7880)
+    assert config.local.columns == 120 and config.local.rows == 40
+    assert config.source.kind == "local"
+    assert config.profiles is None
+
+
+def test_later_layers_win() -> None:
+    config = build_config(
+        [
+            Layer("a", {"server.listen": "127.0.0.1:1", "log.level": "debug"}),
+            Layer("b", {"server.listen": "[::1]:2"}),
+        ]
+    )
+    assert config.server.listen == Endpoint("::1", 2)
+    assert str(config.server.listen) == "[::1]:2"
+    assert config.log.level == "debug"
+
+
+def test_unknown_key_names_key_and_origin() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config([Layer("/etc/x.toml", {"server.lisen": "x"})])
+    assert info.value.key == "server.lisen"
+    assert "/etc/x.toml" in str(info.value)
+
+
+def test_invalid_value_names_key_and_origin() -> None:
+    with pytest.raises(ConfigError, match=r"local.size: .*COLSxROWS.*\(in command line\)"):
+        build_config([Layer("command line", {"local.size": "wide"})])
+    with pytest.raises(ConfigError, match="server.listen"):
+        build_config([Layer("f", {"server.listen": "example.com:80"})])
+    with pytest.raises(ConfigError, match="source.kind"):
+        build_config([Layer("f", {"source.kind": "screen"})])
+
+
+def test_toml_tables_flatten_and_unknown_sections_fail() -> None:
+    flat = flatten_table({"local": {"size": "80x24"}, "profiles": {"cc": {"agent": "claude"}}}, "f")
+    assert flat == {"local.size": "80x24", "profiles.cc.agent": "claude"}
+    with pytest.raises(ConfigError, match="nope.x: unknown setting"):
+        flatten_table({"nope": {"x": 1}}, "f")
+
+
+def test_profiles_need_an_agent() -> None:
+    config = build_config([Layer("f", {"profiles.cc.agent": "claude", "profiles.cc.args": ["-c"]})])
+    assert config.profiles is not None
+    assert config.profiles[0].id == "cc" and config.profiles[0].args == ("-c",)
+    with pytest.raises(ConfigError, match="profiles.cc.agent"):
+        build_config([Layer("f", {"profiles.cc.name": "CC"})])
+
+
+def test_env_layer_maps_names_and_refuses_unknown() -> None:
+    layer = env_layer({"MIRROR_HOST_SERVER_LISTEN": "127.0.0.1:9", "PATH": "/bin"})
+    assert layer.values == {"server.listen": "127.0.0.1:9"}
+    commands = env_layer({"MIRROR_HOST_LOCAL_COMMANDS": '["htop", "bash -l"]'})
+    assert commands.values == {"local.commands": ["htop", "bash -l"]}
+    with pytest.raises(ConfigError, match="MIRROR_HOST_LISTEN"):
+        env_layer({"MIRROR_HOST_LISTEN": "x"})
+
+
+def test_load_config_precedence(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[server]\nlisten = "127.0.0.1:1"\n[log]\nlevel = "debug"\n[local]\nsize = "80x24"\n'
+    )
+    config = load_config(
+        config_path=str(path),
+        flags={"server.listen": "127.0.0.1:3", "log.format": None},
+        environ={"MIRROR_HOST_LOG_LEVEL": "error", "HOME": str(tmp_path)},
+    )
+    assert config.server.listen.port == 3
+    assert config.log.level == "error"
+    assert (config.local.columns, config.local.rows) == (80, 24)
+    assert Path(config.state.dir).is_absolute()
+
+
+def test_load_config_bad_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[server\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(config_path=str(path), flags={}, environ={})
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(config_path=str(tmp_path / "missing.toml"), flags={}, environ={})
+    path.write_text("[server]\nport = 1\n")
+    with pytest.raises(ConfigError, match=r"server.port: unknown setting \(in .*c.toml\)"):
+        load_config(config_path=str(path), flags={}, environ={})
+
+
+def test_parse_endpoint() -> None:
+    assert parse_endpoint("0.0.0.0:0") == Endpoint("0.0.0.0", 0)
+    for bad in ["7880", "host:1", "1.2.3.4:99999", "[::1]"]:
+        with pytest.raises(ValueError):
+            parse_endpoint(bad)
