@@ -8,14 +8,22 @@ failed (an invalid packet, no running host …), 2 bad usage or configuration.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from mirror_host import __version__
+from mirror_host.cli_admin import run_devices, run_pair, run_revoke, run_status
+from mirror_host.config import SOURCE_KINDS, Config, parse_endpoint, parse_size
+from mirror_host.config_file import load_config
 from mirror_host.control.swiftjson import dump_json
+from mirror_host.errors import ConfigError
 from mirror_host.inspect import INPUT_KINDS, InvalidHex, decode_hex, describe
+from mirror_host.logs import configure_logging
 
 __all__ = ["build_parser", "main"]
 
@@ -27,8 +35,11 @@ of a tmux server, or the agent panes of a Herdr session.
 
 _EPILOG = """\
 examples:
-  mirror-host wire decode < capture.hex      decode packets captured as hex
-  echo 0000000c007b226c697374223a7b7d7d | mirror-host wire decode
+  mirror-host serve --source local --pair    mirror your shell; show a QR code to pair
+  mirror-host pair                            pair another phone with a running host
+  mirror-host devices                         list paired devices
+  mirror-host revoke DEVICE_ID                unpair one device
+  mirror-host wire decode < capture.hex       decode packets captured as hex
 
 Documentation: docs/operations.md (running), docs/protocol.md (the wire format).
 """
@@ -86,6 +97,140 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     decode.set_defaults(handler=_run_wire_decode, input_kind=None)
 
 
+def _common(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("settings (see docs/operations.md)")
+    group.add_argument(
+        "--config",
+        metavar="PATH",
+        help="TOML settings file (default: $XDG_CONFIG_HOME/mirror-host/config.toml if present)",
+    )
+    group.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="device store, admin socket and status file (default: $XDG_STATE_HOME/mirror-host)",
+    )
+    group.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    group.add_argument("--log-format", choices=("text", "json"))
+
+
+def _endpoint_arg(text: str) -> str:
+    try:
+        parse_endpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _size_arg(text: str) -> str:
+    try:
+        parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run the host",
+        description=(
+            "Run the mirror host: accept Prowl clients over TLS-PSK and mirror the panes of "
+            "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (subscribers are told the "
+            "host stopped)."
+        ),
+    )
+    serve.add_argument(
+        "--source",
+        choices=SOURCE_KINDS,
+        help="where panes come from (default: local, PTYs this host spawns)",
+    )
+    serve.add_argument(
+        "--listen",
+        type=_endpoint_arg,
+        metavar="HOST:PORT",
+        help="address to accept clients on (default 0.0.0.0:7880; port 0 picks a free port)",
+    )
+    serve.add_argument(
+        "--advertise-address",
+        metavar="IP",
+        help="address put in the pairing QR code (default: first non-loopback IPv4)",
+    )
+    serve.add_argument(
+        "--pair", action="store_true", help="open a 60 s pairing window at start-up and show it"
+    )
+    local = serve.add_argument_group("--source local")
+    local.add_argument(
+        "--local-command",
+        action="append",
+        metavar="CMD",
+        help="a command to run in its own pane (repeatable; default: your login shell)",
+    )
+    local.add_argument(
+        "--local-size",
+        type=_size_arg,
+        metavar="COLSxROWS",
+        help="grid of each local pane (default 120x40)",
+    )
+    _common(serve)
+    serve.set_defaults(handler=_run_serve)
+
+
+def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pair = commands.add_parser(
+        "pair",
+        help="open a pairing window on the running host",
+        description=(
+            "Open a 60-second, single-use pairing window on the running host and show its QR "
+            "code and code. Scan it with Prowl's Add a Device. Waits until a device pairs or "
+            "the code expires."
+        ),
+    )
+    pair.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"code", "expiresAt", "payload"} (and "payloadError") and exit',
+    )
+    pair.add_argument("--qr-png", type=Path, metavar="PATH", help="also write the QR code as a PNG")
+    pair.add_argument("--no-wait", action="store_true", help="do not wait for the pairing")
+    _common(pair)
+    pair.set_defaults(handler=_run_admin, action=run_pair)
+
+    devices = commands.add_parser(
+        "devices", help="list paired devices", description="List the paired devices."
+    )
+    devices.add_argument("--json", action="store_true", help="print a JSON array")
+    _common(devices)
+    devices.set_defaults(handler=_run_admin, action=run_devices)
+
+    revoke = commands.add_parser(
+        "revoke",
+        help="unpair a device (or all)",
+        description=(
+            "Remove a device: it is deleted from the store, its live connections are closed and "
+            "its key no longer opens TLS. Pair it again to reconnect."
+        ),
+    )
+    revoke.add_argument("device_id", nargs="?", metavar="DEVICE_ID")
+    revoke.add_argument("--all", action="store_true", help="remove every paired device")
+    _common(revoke)
+    revoke.set_defaults(handler=_run_admin, action=run_revoke)
+
+    status = commands.add_parser(
+        "status", help="show the running host", description="Show what the running host is doing."
+    )
+    status.add_argument("--json", action="store_true", help="print JSON")
+    _common(status)
+    status.set_defaults(handler=_run_admin, action=run_status)
+
+    check = commands.add_parser(
+        "check-config",
+        help="print the effective settings",
+        description="Merge defaults, the config file, MIRROR_HOST_* and flags; print the result.",
+    )
+    _common(check)
+    check.set_defaults(handler=_run_check_config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every sub-command."""
     parser = argparse.ArgumentParser(
@@ -96,8 +241,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mirror-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(commands)
+    _add_admin(commands)
     _add_wire(commands)
     return parser
+
+
+_FLAG_KEYS = {
+    "state_dir": "state.dir",
+    "log_level": "log.level",
+    "log_format": "log.format",
+    "source": "source.kind",
+    "listen": "server.listen",
+    "advertise_address": "server.advertise_address",
+    "local_command": "local.commands",
+    "local_size": "local.size",
+}
+
+
+def load_settings(args: argparse.Namespace) -> Config:
+    """The effective settings for ``args`` (defaults < file < environment < flags).
+
+    Raises:
+        ConfigError: an unknown or invalid setting.
+    """
+    flags = {key: getattr(args, attr, None) for attr, key in _FLAG_KEYS.items()}
+    return load_config(config_path=getattr(args, "config", None), flags=flags)
+
+
+def _run_serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.cli_serve import serve
+
+    return serve(args, load_settings(args), stdout)
+
+
+def _run_admin(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    config = load_settings(args)
+    configure_logging(config.log.level, config.log.format)
+    result: int = args.action(args, config, stdout)
+    return result
+
+
+def _run_check_config(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    config = load_settings(args)
+    stdout.write(json.dumps(dataclasses.asdict(config), indent=2, default=str) + "\n")
+    return 0
 
 
 def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -120,5 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = args.handler
-    result: int = handler(args, sys.stdin, sys.stdout)
+    try:
+        result: int = handler(args, sys.stdin, sys.stdout)
+    except ConfigError as exc:
+        print(f"mirror-host: configuration error: {exc}", file=sys.stderr)
+        return 2
     return result

@@ -43,8 +43,6 @@ def test_invalid_value_names_key_and_origin() -> None:
         build_config([Layer("command line", {"local.size": "wide"})])
     with pytest.raises(ConfigError, match="server.listen"):
         build_config([Layer("f", {"server.listen": "example.com:80"})])
-    with pytest.raises(ConfigError, match="source.kind"):
-        build_config([Layer("f", {"source.kind": "screen"})])
 
 
 def test_toml_tables_flatten_and_unknown_sections_fail() -> None:

@@ -1,0 +1,91 @@
+"""``mirror-host serve``: build the source, start the host, report clearly. Front door."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+import trio
+
+from mirror_host.auth.qr import encode_pairing_payload
+from mirror_host.cli_admin import show_ticket
+from mirror_host.config import Config
+from mirror_host.errors import ConfigError, StoreError
+from mirror_host.host.admin import AdminSocketBusy
+from mirror_host.host.server import PairingTicket
+from mirror_host.host.service import run_host
+from mirror_host.logs import configure_logging
+from mirror_host.panes.source import PaneSource
+
+__all__ = ["build_source", "serve"]
+
+logger = logging.getLogger("mirror_host.serve")
+
+
+def build_source(config: Config) -> PaneSource:
+    """The pane source ``config.source.kind`` names.
+
+    Raises:
+        ConfigError: the source cannot be built from these settings.
+    """
+    kind = config.source.kind
+    if kind == "local":
+        from mirror_host.panes.local import LocalSource
+
+        return LocalSource(
+            config.local.commands, columns=config.local.columns, rows=config.local.rows
+        )
+    raise ConfigError("source.kind", f"unknown source {kind!r}")
+
+
+def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Run the host until interrupted; return the exit status."""
+    configure_logging(config.log.level, config.log.format)
+    source = build_source(config)
+
+    def show(ticket: PairingTicket) -> None:
+        if not out.isatty():
+            # Never put the code or QR payload where logs may be collected.
+            out.write("A pairing window is open: run `mirror-host pair` in a terminal to see it.\n")
+            out.flush()
+            return
+        reply = {
+            "code": ticket.code,
+            "payload": None if ticket.payload is None else _payload_dict(ticket),
+            "payloadError": ticket.payload_error,
+        }
+        show_ticket(reply, out)
+        out.write("The code works once, for 60 seconds. `mirror-host pair` makes a new one.\n\n")
+        out.flush()
+
+    try:
+        trio.run(_main, config, source, args.pair, show)
+    except StoreError as exc:
+        print(f"mirror-host: {exc}", file=sys.stderr)
+        return 1
+    except AdminSocketBusy as exc:
+        print(f"mirror-host: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(
+            f"mirror-host: cannot listen on {config.server.listen}: {exc.strerror}", file=sys.stderr
+        )
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _payload_dict(ticket: PairingTicket) -> object:
+    assert ticket.payload is not None
+    return json.loads(encode_pairing_payload(ticket.payload))
+
+
+async def _main(
+    config: Config, source: PaneSource, pair: bool, show: Callable[[PairingTicket], None]
+) -> None:
+    await run_host(config, source, open_pairing=pair, show_pairing=show)

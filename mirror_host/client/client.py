@@ -1,0 +1,241 @@
+"""A Prowl-compatible mirror client on Trio, built on the pure codecs. I/O.
+
+It pairs, logs in, lists, subscribes and acknowledges the way Prowl's clients
+do, and answers the host's pings in the background (as every Prowl client
+must, or the host closes it after 8 s). The tests, the benchmarks and
+``tools/probe_client.py`` use it; it is also the shortest description of what a
+client has to do.
+"""
+
+from __future__ import annotations
+
+import math
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from uuid import UUID
+
+import trio
+
+from mirror_host.auth.proofs import device_proof, pair_proof
+from mirror_host.client.tls import client_context
+from mirror_host.control import (
+    Authenticate,
+    Authenticated,
+    Challenge,
+    ControlMessage,
+    Pair,
+    Paired,
+    Ping,
+    Pong,
+    decode_control,
+    encode_control,
+)
+from mirror_host.errors import MirrorHostError
+from mirror_host.wire import (
+    ControlPacket,
+    PacketDecoder,
+    TextFramePacket,
+    VTFramePacket,
+    encode_packet,
+)
+
+__all__ = [
+    "ClientClosed",
+    "Credential",
+    "Incoming",
+    "MirrorClient",
+    "login",
+    "open_client",
+    "pair_device",
+]
+
+Incoming = ControlMessage | VTFramePacket | TextFramePacket
+
+
+class ClientClosed(Exception):
+    """The host closed the connection (or TLS failed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What a client keeps after pairing."""
+
+    host_id: UUID
+    device_id: UUID
+    key: bytes = field(repr=False)
+
+    @property
+    def identity(self) -> str:
+        """The TLS-PSK identity (upper-case UUID)."""
+        return str(self.device_id).upper()
+
+
+class MirrorClient:
+    """One connection. Use :func:`open_client` to create it."""
+
+    def __init__(self, stream: trio.SSLStream[trio.SocketStream], *, answer_pings: bool) -> None:
+        self.stream = stream
+        self.answer_pings = answer_pings
+        self.challenge: Challenge | None = None
+        self.pings_received = 0
+        self._send_lock = trio.Lock()
+        self._inbox_send, self._inbox = trio.open_memory_channel[Incoming | None](math.inf)
+        self._closed = False
+
+    async def send(self, message: ControlMessage) -> None:
+        """Send one control message."""
+        await self.send_raw(encode_packet(ControlPacket(encode_control(message))))
+
+    async def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (for tests of malformed input)."""
+        async with self._send_lock:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise ClientClosed("connection closed while sending") from exc
+
+    async def receive(self, *, timeout: float = 10.0) -> Incoming:
+        """The next message or frame (pings are answered and skipped).
+
+        Raises:
+            ClientClosed: the host closed the connection.
+            trio.TooSlowError: nothing arrived within ``timeout`` seconds.
+        """
+        with trio.fail_after(timeout):
+            item = await self._inbox.receive()
+        if item is None:
+            self._closed = True
+            raise ClientClosed("the host closed the connection")
+        return item
+
+    async def expect(self, kind: type, *, timeout: float = 10.0) -> Incoming:
+        """Receive, and fail unless the item is a ``kind``."""
+        item = await self.receive(timeout=timeout)
+        if not isinstance(item, kind):
+            raise AssertionError(f"expected {kind.__name__}, got {item!r}"[:500])
+        return item
+
+    async def expect_closed(self, *, timeout: float = 10.0) -> list[Incoming]:
+        """Read until the host closes; return what arrived before."""
+        seen: list[Incoming] = []
+        with trio.fail_after(timeout):
+            while True:
+                try:
+                    seen.append(await self.receive(timeout=timeout))
+                except ClientClosed:
+                    return seen
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        await trio.aclose_forcefully(self.stream)
+
+    async def _read(self) -> None:
+        decoder = PacketDecoder()
+        try:
+            while True:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    return
+                decoder.feed(data)
+                while (packet := decoder.next_packet()) is not None:
+                    if isinstance(packet, ControlPacket):
+                        message = decode_control(packet.body)
+                        if isinstance(message, Ping):
+                            self.pings_received += 1
+                            if self.answer_pings:
+                                try:
+                                    await self.send(Pong())
+                                except ClientClosed:
+                                    return
+                            continue
+                        if isinstance(message, Challenge) and self.challenge is None:
+                            self.challenge = message
+                        await self._inbox_send.send(message)
+                    else:
+                        await self._inbox_send.send(packet)
+        except MirrorHostError:
+            return
+        finally:
+            self._inbox_send.send_nowait(None)
+
+
+@asynccontextmanager
+async def open_client(
+    host: str,
+    port: int,
+    identity: str,
+    key: bytes,
+    *,
+    answer_pings: bool = True,
+    context: ssl.SSLContext | None = None,
+    handshake_timeout: float = 10.0,
+) -> AsyncIterator[MirrorClient]:
+    """Connect with TLS-PSK and yield a client whose pings are answered.
+
+    Raises:
+        ClientClosed: the TLS handshake failed.
+    """
+    tcp = await trio.open_tcp_stream(host, port)
+    stream = trio.SSLStream(tcp, context or client_context(identity, key), server_hostname=None)
+    try:
+        with trio.fail_after(handshake_timeout):
+            await stream.do_handshake()
+    except trio.BrokenResourceError as exc:
+        await trio.aclose_forcefully(stream)
+        raise ClientClosed(f"TLS handshake failed: {exc.__cause__!r}") from exc
+    client = MirrorClient(stream, answer_pings=answer_pings)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client._read)
+        try:
+            yield client
+        finally:
+            nursery.cancel_scope.cancel()
+            await trio.aclose_forcefully(stream)
+
+
+async def pair_device(host: str, port: int, code: str, name: str) -> Credential:
+    """Pair as Prowl's clients do: identity ``pair``, proof over the challenge.
+
+    Raises:
+        ClientClosed: the host refused (or the code was wrong).
+    """
+    async with open_client(host, port, "pair", code.encode()) as client:
+        challenge = await client.expect(Challenge)
+        assert isinstance(challenge, Challenge)
+        proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
+        await client.send(Pair(name=name, proof=proof))
+        paired = await client.expect(Paired)
+        assert isinstance(paired, Paired)
+        if paired.host_id != challenge.host_id or len(paired.key) != 32:
+            raise ClientClosed("the host sent an inconsistent credential")
+        return Credential(paired.host_id, paired.device_id, paired.key)
+
+
+@asynccontextmanager
+async def login(
+    host: str, port: int, credential: Credential, *, answer_pings: bool = True
+) -> AsyncIterator[MirrorClient]:
+    """Connect and authenticate; yield the logged-in client.
+
+    Raises:
+        ClientClosed: the host refused the credential.
+    """
+    async with open_client(
+        host, port, credential.identity, credential.key, answer_pings=answer_pings
+    ) as client:
+        challenge = await client.expect(Challenge)
+        assert isinstance(challenge, Challenge)
+        proof = device_proof(
+            credential.key, challenge.host_id, credential.device_id, challenge.nonce
+        )
+        await client.send(Authenticate(device_id=credential.device_id, proof=proof))
+        done = await client.expect(Authenticated)
+        assert isinstance(done, Authenticated)
+        if done.host_id != credential.host_id:
+            raise ClientClosed("host identity changed")
+        yield client

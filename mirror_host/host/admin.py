@@ -1,0 +1,158 @@
+"""The admin socket: ``<state-dir>/admin.sock``, newline-delimited JSON. I/O.
+
+Only the user who runs the host can reach it (the socket is 0600 inside a 0700
+directory). Requests are one JSON object per line, ``{"op": …}``; each gets one
+JSON line back, ``{"ok": true, …}`` or ``{"ok": false, "error": …}``:
+
+* ``{"op":"pair"}`` opens a 60 s pairing window: ``code``, ``expiresAt``,
+  ``payload`` (the QR object, or null with ``payloadError``);
+* ``{"op":"devices"}``: ``devices`` [{id, name, pairedAt, lastSeen, connected}];
+* ``{"op":"revoke","deviceID":"…"}`` or ``{"op":"revoke","all":true}``: ``revoked``;
+* ``{"op":"status"}``: listen address, ids, counts, pairing window state.
+
+The reply to ``pair`` carries the code: it is written to the requesting socket
+only, never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket as stdlib_socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mirror_host.auth.qr import encode_pairing_payload
+from mirror_host.errors import StoreError
+from mirror_host.host.server import Host
+
+__all__ = ["MAX_REQUEST_BYTES", "bind_admin_socket", "serve_admin"]
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 4096
+_IDLE_SECONDS = 30.0
+
+
+class AdminSocketBusy(Exception):
+    """Another host is already serving this state directory."""
+
+
+def _clear_stale_socket(path: Path) -> None:
+    if not path.exists():
+        return
+    probe = stdlib_socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink()  # nobody listens: a crashed host left it behind
+    else:
+        raise AdminSocketBusy(f"another mirror-host is running with this state directory ({path})")
+    finally:
+        probe.close()
+
+
+async def bind_admin_socket(path: Path) -> trio.SocketListener:
+    """Bind ``path`` (0600), replacing a stale socket but never a live one.
+
+    Raises:
+        AdminSocketBusy: a running host answers on ``path``.
+    """
+    _clear_stale_socket(path)
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        await sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(16)
+    return trio.SocketListener(sock)
+
+
+async def serve_admin(host: Host, listener: trio.SocketListener) -> None:
+    """Answer admin requests until cancelled."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        await _serve_client(host, stream)
+
+    await trio.serve_listeners(handler, [listener])
+
+
+async def _serve_client(host: Host, stream: trio.abc.Stream) -> None:
+    buffer = b""
+    while True:
+        with trio.move_on_after(_IDLE_SECONDS) as idle:
+            try:
+                chunk = await stream.receive_some(MAX_REQUEST_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+        if idle.cancelled_caught or not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            reply = await _answer(host, line)
+            try:
+                await stream.send_all(json.dumps(reply).encode() + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+        if len(buffer) > MAX_REQUEST_BYTES:
+            return
+
+
+async def _answer(host: Host, line: bytes) -> dict[str, Any]:
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return {"ok": False, "error": f"invalid request: {exc}"}
+    op = request.get("op")
+    if op == "pair":
+        ticket = host.open_pairing_window()
+        reply: dict[str, Any] = {
+            "ok": True,
+            "code": ticket.code,
+            "expiresAt": ticket.expires_at,
+            "payload": None
+            if ticket.payload is None
+            else json.loads(encode_pairing_payload(ticket.payload)),
+        }
+        if ticket.payload_error:
+            reply["payloadError"] = ticket.payload_error
+        return reply
+    if op == "devices":
+        connected = {c.session.device_id for c in host.connections}
+        return {
+            "ok": True,
+            "devices": [
+                {
+                    "id": d.identity,
+                    "name": d.name,
+                    "pairedAt": d.paired_at,
+                    "lastSeen": d.last_seen,
+                    "connected": d.id in connected,
+                }
+                for d in host.registry.devices
+            ],
+        }
+    if op == "revoke":
+        try:
+            target = None if request.get("all") is True else uuid.UUID(str(request.get("deviceID")))
+        except ValueError:
+            return {"ok": False, "error": "deviceID is not a UUID"}
+        try:
+            removed = await host.revoke(target)
+        except StoreError as exc:
+            return {"ok": False, "error": str(exc)}
+        if target is not None and not removed:
+            return {"ok": False, "error": f"no paired device {str(target).upper()}"}
+        return {"ok": True, "revoked": removed}
+    if op == "status":
+        return {"ok": True, **host.status()}
+    return {"ok": False, "error": f"unknown op {op!r} (pair, devices, revoke, status)"}

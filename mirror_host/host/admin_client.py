@@ -1,0 +1,48 @@
+"""Talk to a running host's admin socket from the command line. Blocking I/O."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+__all__ = ["NoHostRunning", "admin_request"]
+
+
+class NoHostRunning(Exception):
+    """Nothing answers on the admin socket."""
+
+
+def admin_request(
+    state_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
+) -> dict[str, Any]:
+    """Send one request and return the reply.
+
+    Raises:
+        NoHostRunning: no socket, or nobody listening on it (message says which).
+    """
+    path = state_dir / "admin.sock"
+    if not path.exists():
+        raise NoHostRunning(
+            f"no mirror-host is running for state directory {state_dir} "
+            f"(no {path.name}); start one with `mirror-host serve`"
+        )
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except OSError as exc:
+            raise NoHostRunning(
+                f"no mirror-host answers on {path} ({exc.strerror}); "
+                "it may have crashed: start one with `mirror-host serve`"
+            ) from exc
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        buffer = b""
+        while b"\n" not in buffer:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise NoHostRunning(f"the host closed {path} without answering")
+            buffer += chunk
+    reply: dict[str, Any] = json.loads(buffer.split(b"\n", 1)[0])
+    return reply

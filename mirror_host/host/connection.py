@@ -1,0 +1,168 @@
+"""Drive one :class:`~mirror_host.session.connection.Session` over a TLS stream. I/O.
+
+Three tasks per connection:
+
+* the **reader** feeds received bytes into the session and hands its events to
+  the host, in order;
+* the **writer** drains the session's outbound bytes to the stream;
+* the **timer** sleeps until the session's next deadline (heartbeat, idle,
+  authentication) and fires it.
+
+Anything else that changes the session (the sampler offering a frame, a takeover
+ending the lease, a revocation) calls :meth:`Connection.kick` so the writer wakes.
+
+Closing: when the session closes silently (a violation, a timeout, a slow
+receiver) the tasks are cancelled at once and the transport is dropped; when it
+closes after a last message (``paired``, ``ended``) the writer flushes it first,
+for at most :data:`FLUSH_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Protocol
+
+import trio
+
+from mirror_host.session.connection import Session
+from mirror_host.session.events import ConnectionClosed, Event
+
+__all__ = ["FLUSH_SECONDS", "Connection", "ConnectionOwner"]
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 5.0
+_RECEIVE_BYTES = 65_536
+
+
+class ConnectionOwner(Protocol):
+    """What a connection reports to (the host)."""
+
+    async def handle_event(self, connection: Connection, event: Event) -> None:
+        """Act on one session event (never ``ConnectionClosed``)."""
+
+    def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
+        """The session ended; release whatever the connection held. Must not block."""
+
+
+class Connection:
+    """One established TLS connection and its session."""
+
+    def __init__(
+        self,
+        *,
+        number: int,
+        peer: str,
+        peer_host: str,
+        stream: trio.abc.Stream,
+        session: Session,
+        owner: ConnectionOwner,
+    ) -> None:
+        self.number = number
+        self.peer = peer
+        #: The address alone, the key for failure accounting.
+        self.peer_host = peer_host
+        self.stream = stream
+        self.session = session
+        self.owner = owner
+        #: Who this connection logged in as, for logs (set by the host).
+        self.device_label = ""
+        self._kicked = trio.Event()
+        self._scope: trio.CancelScope | None = None
+        self._closed_reported = False
+
+    def __repr__(self) -> str:
+        who = f" {self.device_label}" if self.device_label else ""
+        return f"<connection {self.number} {self.peer}{who}>"
+
+    @property
+    def label(self) -> str:
+        """``#12 192.0.2.7:50412 (iPhone 3F2A…)`` for log lines."""
+        who = f" ({self.device_label})" if self.device_label else ""
+        return f"#{self.number} {self.peer}{who}"
+
+    def kick(self) -> None:
+        """The session changed outside this connection's tasks: wake the writer."""
+        self._kicked.set()
+        session = self.session
+        if session.is_closed and self._scope is not None:
+            if session.flushes_on_close:
+                self._scope.deadline = min(
+                    self._scope.deadline, trio.current_time() + FLUSH_SECONDS
+                )
+            else:
+                self._scope.cancel()
+
+    async def run(self) -> None:
+        """Serve until the session closes or the peer goes away."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                nursery.start_soon(self._reader)
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._timer)
+        finally:
+            if not self.session.is_closed:
+                self.session.close("transport closed")
+            self._report_closed()
+            await trio.aclose_forcefully(self.stream)
+
+    async def _pump(self) -> None:
+        while (event := self.session.next_event()) is not None:
+            if isinstance(event, ConnectionClosed):
+                self._report_closed(event)
+            else:
+                await self.owner.handle_event(self, event)
+        self.kick()
+
+    def _report_closed(self, event: ConnectionClosed | None = None) -> None:
+        if self._closed_reported:
+            return
+        if event is None:
+            while (pending := self.session.next_event()) is not None:
+                if isinstance(pending, ConnectionClosed):
+                    event = pending
+        if event is None:
+            return
+        self._closed_reported = True
+        self.owner.connection_closed(self, event)
+
+    async def _reader(self) -> None:
+        while not self.session.is_closed:
+            try:
+                data = await self.stream.receive_some(_RECEIVE_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                logger.debug("%s: receive failed: %r", self.label, exc)
+                data = b""
+            self.session.receive_data(bytes(data), trio.current_time())
+            await self._pump()
+
+    async def _writer(self) -> None:
+        session = self.session
+        while True:
+            self._kicked = trio.Event()
+            data = session.data_to_send()
+            if data:
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    logger.debug("%s: send failed: %r", self.label, exc)
+                    session.close("peer went away while we were sending")
+                    break
+                session.confirm_sent(len(data))
+                continue
+            if session.is_closed:
+                break
+            await self._kicked.wait()
+        await self._pump()
+        assert self._scope is not None
+        self._scope.cancel()
+
+    async def _timer(self) -> None:
+        while (deadline := self.session.get_timer()) is not None:
+            if not math.isfinite(deadline):
+                return
+            await trio.sleep_until(deadline)
+            self.session.handle_timer(trio.current_time())
+            await self._pump()

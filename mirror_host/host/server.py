@@ -1,0 +1,464 @@
+"""The host: TLS listener, login and pairing, devices, and the pane hub. I/O.
+
+Accepting a connection (docs/security.md):
+
+1. an address with 12 failures in the last 60 s is dropped before TLS;
+2. at most 8 handshakes are pending; the oldest is dropped to make room, so a
+   pile of silent sockets cannot lock a real client out;
+3. TLS must finish within 5 s (a timeout is not counted as a failure);
+4. at most 16 connections are established at once;
+5. a :class:`~mirror_host.session.connection.Session` then runs the protocol and
+   this class decides what it asks: proofs, pairing, and (through the
+   :class:`~mirror_host.host.hub.Hub`) everything about panes.
+
+Pairing persists the new device before anything is sent, then swaps the PSK
+table (no listener restart is needed: the callback reads the table per
+handshake), then sends ``paired``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+from uuid import UUID
+
+import trio
+
+from mirror_host.auth.devices import DeviceRegistry
+from mirror_host.auth.failures import FailureLog
+from mirror_host.auth.login import check_device_login, check_pairing, create_device
+from mirror_host.auth.qr import (
+    InvalidPairingPayload,
+    PairingPayload,
+    build_pairing_payload,
+)
+from mirror_host.auth.window import PairingWindow, open_window
+from mirror_host.config import Endpoint
+from mirror_host.errors import StoreError
+from mirror_host.host.addresses import first_lan_ipv4
+from mirror_host.host.connection import Connection
+from mirror_host.host.hub import Hub
+from mirror_host.host.store import DeviceStore
+from mirror_host.host.tls import (
+    PAIR_IDENTITY,
+    PskTable,
+    build_server_context,
+    negotiated_identity,
+    reset_negotiated_identity,
+)
+from mirror_host.session.connection import Session
+from mirror_host.session.events import (
+    AuthenticateRequested,
+    ConnectionClosed,
+    Event,
+    PairRequested,
+)
+
+__all__ = ["Host", "PairingTicket"]
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING_HANDSHAKES = 8
+MAX_CONNECTIONS = 16
+HANDSHAKE_SECONDS = 5.0
+NONCE_BYTES = 32
+#: lastSeen is written at most this often (a login must not wait for fsync).
+LAST_SEEN_FLUSH_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class PairingTicket:
+    """What ``mirror-host pair`` shows: the code and, if possible, the QR payload."""
+
+    code: str
+    expires_at: int
+    payload: PairingPayload | None
+    payload_error: str | None
+
+
+class Host:
+    """One running mirror host."""
+
+    def __init__(
+        self,
+        *,
+        listen: Endpoint,
+        advertise_address: str | None,
+        store: DeviceStore,
+        registry: DeviceRegistry,
+        hub: Hub,
+        token_bytes: Callable[[int], bytes] = secrets.token_bytes,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.listen = listen
+        self.advertise_address = advertise_address
+        self.store = store
+        self.registry = registry
+        self.hub = hub
+        self.host_run_id = uuid.uuid4()
+        self.tls = build_server_context()
+        self.failures = FailureLog()
+        self.window: PairingWindow | None = None
+        self.connections: set[Connection] = set()
+        #: The address actually bound (after ``serve`` started).
+        self.bound: tuple[str, int] | None = None
+        self.last_paired: str | None = None
+        self._token_bytes = token_bytes
+        self._wall_clock = wall_clock
+        self._pending: deque[trio.CancelScope] = deque()
+        self._numbers = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._window_changed = trio.Event()
+        self._last_seen_dirty = trio.Event()
+        self._apply_psk_table()
+        hub.attach(host_run_id=self.host_run_id)
+
+    # ------------------------------------------------------------ serving
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Listen and serve until cancelled; then end every lease with ``hostStopped``."""
+        listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
+        sockname = listeners[0].socket.getsockname()
+        self.bound = (str(sockname[0]), int(sockname[1]))
+        logger.info(
+            "listening on %s:%d (host %s)", self.bound[0], self.bound[1], self.registry.host_id
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
+                nursery.start_soon(self.hub.run)
+                nursery.start_soon(self._expire_windows)
+                nursery.start_soon(self._flush_last_seen)
+                task_status.started(self.bound)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await self._stop()
+
+    async def _stop(self) -> None:
+        self.hub.stop_all()
+        for connection in list(self.connections):
+            if not connection.session.is_closed:
+                connection.session.close("host stopped")
+            connection.kick()
+        for scope in self._pending:
+            scope.cancel()
+        self.failures.clear()
+        if self._last_seen_dirty.is_set():
+            try:
+                await self.store.save(self.registry)
+            except StoreError as exc:
+                logger.error("could not save lastSeen on stop: %s", exc)
+        logger.info("stopped")
+
+    async def _handle_tcp(self, stream: trio.SocketStream) -> None:
+        number = next(self._numbers)
+        try:
+            peer_host, peer_port = stream.socket.getpeername()[:2]
+        except OSError:
+            return
+        peer = f"[{peer_host}]:{peer_port}" if ":" in peer_host else f"{peer_host}:{peer_port}"
+        now = trio.current_time()
+        if self.failures.is_locked(peer_host, now):
+            logger.warning("#%d %s refused: too many failures from this address", number, peer)
+            return
+        _tune_keepalive(stream)
+        ssl_stream = trio.SSLStream(stream, self.tls.context, server_side=True)
+        with trio.CancelScope() as pending_scope:
+            self._pending.append(pending_scope)
+            while len(self._pending) > MAX_PENDING_HANDSHAKES:
+                oldest = self._pending.popleft()
+                oldest.cancel()
+            try:
+                reset_negotiated_identity()
+                with trio.move_on_after(HANDSHAKE_SECONDS) as deadline:
+                    await ssl_stream.do_handshake()
+                if deadline.cancelled_caught:
+                    logger.info(
+                        "#%d %s closed: TLS not finished within %gs",
+                        number,
+                        peer,
+                        HANDSHAKE_SECONDS,
+                    )
+                    return
+            except trio.BrokenResourceError as exc:
+                self.failures.record(peer_host, trio.current_time())
+                logger.info("#%d %s TLS handshake failed: %s", number, peer, _tls_reason(exc))
+                await _send_alert(ssl_stream, stream)
+                return
+            finally:
+                if pending_scope in self._pending:
+                    self._pending.remove(pending_scope)
+        if pending_scope.cancelled_caught:
+            logger.info("#%d %s closed: pending handshake evicted by a newer one", number, peer)
+            return
+        identity = negotiated_identity()
+        if identity is None:
+            return
+        if len(self.connections) >= MAX_CONNECTIONS:
+            logger.warning("#%d %s refused: %d connections already", number, peer, MAX_CONNECTIONS)
+            await trio.aclose_forcefully(ssl_stream)
+            return
+        session = Session(
+            host_id=self.registry.host_id,
+            identity=identity,
+            nonce=self._token_bytes(NONCE_BYTES),
+            now=trio.current_time(),
+        )
+        connection = Connection(
+            number=number,
+            peer=peer,
+            peer_host=peer_host,
+            stream=ssl_stream,
+            session=session,
+            owner=self,
+        )
+        if identity == PAIR_IDENTITY:
+            connection.device_label = "pairing"
+        self.connections.add(connection)
+        logger.info(
+            "%s connected (TLS identity %s)",
+            connection.label,
+            "pair" if identity == PAIR_IDENTITY else "device",
+        )
+        await connection.run()
+
+    # ------------------------------------------------------------ session events
+
+    async def handle_event(self, connection: Connection, event: Event) -> None:
+        """Act on what a session asks (see :mod:`mirror_host.session.events`)."""
+        if isinstance(event, AuthenticateRequested):
+            self._authenticate(connection, event)
+        elif isinstance(event, PairRequested):
+            await self._pair(connection, event)
+        else:
+            await self.hub.handle_event(connection, event)
+
+    def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
+        """Release the connection's lease and count a failure if it was one."""
+        self.connections.discard(connection)
+        self.hub.release(connection)
+        if event.is_failure:
+            self.failures.record(connection.peer_host, trio.current_time())
+            logger.info("%s closed (failure): %s", connection.label, event.reason)
+        else:
+            logger.info("%s closed: %s", connection.label, event.reason)
+
+    def _authenticate(self, connection: Connection, event: AuthenticateRequested) -> None:
+        session = connection.session
+        device, reason = check_device_login(
+            self.registry, nonce=session.nonce, device_id=event.device_id, proof=event.proof
+        )
+        if device is None:
+            session.reject(reason)
+            return
+        connection.device_label = f"{device.name} {device.identity}"
+        self.registry = self.registry.touched(device.id, self._wall_clock())
+        self._last_seen_dirty.set()
+        session.accept_authentication(device.id, trio.current_time())
+        logger.info("%s authenticated", connection.label)
+
+    async def _pair(self, connection: Connection, event: PairRequested) -> None:
+        session = connection.session
+        problem = check_pairing(
+            self.registry,
+            self.window,
+            now=trio.current_time(),
+            nonce=session.nonce,
+            name=event.name,
+            proof=event.proof,
+        )
+        if problem:
+            session.reject(problem)
+            return
+        # Single use: the window closes before we await anything, so a second
+        # pairing racing this one finds it gone.
+        self._close_window()
+        device = create_device(
+            event.name, now_unix=self._wall_clock(), token_bytes=self._token_bytes
+        )
+        self.registry = self.registry.with_device(device)
+        try:
+            await self.store.save(self.registry)
+        except StoreError as exc:
+            logger.error("%s pairing failed: %s", connection.label, exc)
+            self.registry = self.registry.without(device.id)
+            session.close("the device store could not be written")
+            return
+        self._apply_psk_table()
+        self.last_paired = device.name
+        connection.device_label = f"{device.name} {device.identity}"
+        session.send_paired(device.id, device.key)
+        logger.info("%s paired a new device", connection.label)
+
+    # ------------------------------------------------------------ pairing windows
+
+    def open_pairing_window(self) -> PairingTicket:
+        """Open a new 60 s window (replacing any open one) and describe it."""
+        window = open_window(
+            now=trio.current_time(), now_unix=self._wall_clock(), token_bytes=self._token_bytes
+        )
+        self.window = window
+        self._apply_psk_table()
+        self._window_changed.set()
+        payload: PairingPayload | None = None
+        error: str | None = None
+        address = self.advertise_address
+        if address is None:
+            address, error = first_lan_ipv4()
+        if address is not None and self.bound is not None:
+            try:
+                payload = build_pairing_payload(
+                    address=address,
+                    port=self.bound[1],
+                    code=window.code,
+                    window_start=window.opened_at_unix,
+                )
+            except InvalidPairingPayload as exc:
+                error = str(exc)
+        expires_at = int(-(-(window.opened_at_unix + 60) // 1))
+        logger.info("pairing window opened for 60 s")
+        return PairingTicket(window.code, expires_at, payload, error)
+
+    def pairing_state(self) -> dict[str, Any]:
+        """Whether a window is open, and for how long still."""
+        window = self.window
+        if window is None or not window.is_open(trio.current_time()):
+            return {"open": False, "lastPaired": self.last_paired}
+        return {
+            "open": True,
+            "secondsLeft": max(0, int(window.deadline - trio.current_time())),
+            "lastPaired": self.last_paired,
+        }
+
+    def _close_window(self) -> None:
+        if self.window is not None:
+            self.window = None
+            self._apply_psk_table()
+            self._window_changed.set()
+
+    async def _expire_windows(self) -> None:
+        while True:
+            window = self.window
+            if window is None:
+                await self._window_changed.wait()
+            else:
+                with trio.move_on_at(window.deadline):
+                    await self._window_changed.wait()
+                if self.window is window and not window.is_open(trio.current_time()):
+                    self._close_window()
+                    logger.info("pairing window expired")
+            self._window_changed = trio.Event()
+
+    def _apply_psk_table(self) -> None:
+        keys = self.registry.psk_keys()
+        if self.window is not None:
+            keys[PAIR_IDENTITY] = self.window.code.encode()
+        self.tls.set_table(PskTable(MappingProxyType(keys)))
+
+    # ------------------------------------------------------------ devices
+
+    async def revoke(self, device_id: UUID | None) -> list[str]:
+        """Remove one device (or all with ``None``), persist, and cut its connections.
+
+        Returns the ids removed.
+
+        Raises:
+            StoreError: the store could not be written (nothing was changed).
+        """
+        before = self.registry
+        if device_id is None:
+            removed = [d.identity for d in before.devices]
+            after = DeviceRegistry(host_id=before.host_id)
+        else:
+            if before.find(device_id) is None:
+                return []
+            removed = [str(device_id).upper()]
+            after = before.without(device_id)
+        await self.store.save(after)
+        self.registry = after
+        if device_id is None:
+            self._close_window()
+            for scope in list(self._pending):
+                scope.cancel()
+        self._apply_psk_table()
+        for connection in list(self.connections):
+            session = connection.session
+            if device_id is None or session.device_id == device_id:
+                session.revoke()
+                connection.kick()
+        logger.info("revoked %d device(s)", len(removed))
+        return removed
+
+    async def _flush_last_seen(self) -> None:
+        while True:
+            await self._last_seen_dirty.wait()
+            await trio.sleep(LAST_SEEN_FLUSH_SECONDS)
+            self._last_seen_dirty = trio.Event()
+            try:
+                await self.store.save(self.registry)
+            except StoreError as exc:
+                logger.error("could not save lastSeen: %s", exc)
+
+    def status(self) -> dict[str, Any]:
+        """A summary for ``mirror-host status``."""
+        return {
+            "listen": f"{self.bound[0]}:{self.bound[1]}" if self.bound else None,
+            "hostID": str(self.registry.host_id).upper(),
+            "hostRunID": str(self.host_run_id).upper(),
+            "devices": len(self.registry.devices),
+            "connections": len(self.connections),
+            "pendingHandshakes": len(self._pending),
+            "pairing": self.pairing_state(),
+            "panes": self.hub.status(),
+        }
+
+
+def _tune_keepalive(stream: trio.SocketStream) -> None:
+    # Prowl's peers use TCP keep-alive with a 15 s idle time.
+    try:
+        stream.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 15)
+    except OSError:
+        pass
+
+
+def _tls_reason(exc: BaseException) -> str:
+    cause = exc.__cause__
+    if cause is None:
+        return "peer closed during the handshake"
+    reason = getattr(cause, "reason", None)
+    return str(reason or cause.__class__.__name__)
+
+
+async def _send_alert(
+    ssl_stream: trio.SSLStream[trio.SocketStream], transport: trio.SocketStream
+) -> None:
+    """Send the alert OpenSSL queued (e.g. ``unknown_psk_identity``).
+
+    Trio marks the stream broken without writing it, which would leave the peer
+    with a bare EOF instead of the reason Prowl's clients show to the user.
+    """
+    outgoing = getattr(ssl_stream, "_outgoing", None)
+    if outgoing is None:
+        return
+    pending = outgoing.read()
+    if not pending:
+        return
+    with trio.move_on_after(1):
+        try:
+            await transport.send_all(pending)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass

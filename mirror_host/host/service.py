@@ -1,0 +1,96 @@
+"""``mirror-host serve``: wire the store, the host, the admin socket and signals. I/O.
+
+Start-up order: load (or create) the device store, bind the admin socket
+(refusing if another host owns the state directory), listen for Prowl clients,
+then write ``serve.json`` so tools can find the host. On SIGINT/SIGTERM every
+subscriber gets ``ended hostStopped`` and ``serve.json``/``admin.sock`` are
+removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from mirror_host.config import Config
+from mirror_host.host.admin import bind_admin_socket, serve_admin
+from mirror_host.host.hub import CommandHandler, Hub
+from mirror_host.host.server import Host, PairingTicket
+from mirror_host.host.store import DeviceStore, write_atomic
+from mirror_host.panes.source import PaneSource
+
+__all__ = ["ADMIN_SOCKET", "STATUS_FILE", "run_host"]
+
+logger = logging.getLogger(__name__)
+
+ADMIN_SOCKET = "admin.sock"
+STATUS_FILE = "serve.json"
+
+
+async def run_host(
+    config: Config,
+    source: PaneSource,
+    *,
+    commands: CommandHandler | None = None,
+    open_pairing: bool = False,
+    show_pairing: Callable[[PairingTicket], None] | None = None,
+    task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a host until SIGINT/SIGTERM (or cancellation).
+
+    Raises:
+        StoreError: the device store cannot be read or created.
+        AdminSocketBusy: another host serves this state directory.
+        OSError: the listen address cannot be bound.
+    """
+    state_dir = Path(config.state.dir)
+    store = DeviceStore(state_dir)
+    registry = store.load_or_create()
+    admin_path = state_dir / ADMIN_SOCKET
+    status_path = state_dir / STATUS_FILE
+    admin_listener = await bind_admin_socket(admin_path)
+    hub = Hub(source, commands=commands)
+    host = Host(
+        listen=config.server.listen,
+        advertise_address=config.server.advertise_address,
+        store=store,
+        registry=registry,
+        hub=hub,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(host.serve)
+            nursery.start_soon(serve_admin, host, admin_listener)
+            nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+            status = {
+                "listen": f"{bound[0]}:{bound[1]}",
+                "pid": os.getpid(),
+                "hostID": str(host.registry.host_id).upper(),
+                "hostRunID": str(host.host_run_id).upper(),
+            }
+            write_atomic(status_path, (json.dumps(status) + "\n").encode())
+            if open_pairing:
+                ticket = host.open_pairing_window()
+                if show_pairing is not None:
+                    show_pairing(ticket)
+            task_status.started(host)
+    finally:
+        for path in (status_path, admin_path):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            logger.info("received %s, stopping", signal.Signals(signum).name)
+            scope.cancel()
+            return

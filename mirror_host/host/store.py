@@ -1,0 +1,126 @@
+"""The device store on disk: atomic, private, never silently replaced. I/O.
+
+``<state-dir>/devices.json`` holds the stable host id and every paired device.
+The directory is 0700 and the file 0600. Writes go to a temporary file in the
+same directory, are fsynced, renamed over the old file and the directory is
+fsynced, so a crash at any moment leaves either the old file or the new one. A
+file that exists but cannot be read or parsed stops the program with a clear
+error: replacing it would silently unpair every device.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import trio
+
+from mirror_host.auth.devices import DeviceRegistry, decode_registry, encode_registry
+from mirror_host.errors import StoreError
+
+__all__ = ["DeviceStore", "ensure_private_dir", "write_atomic"]
+
+STORE_NAME = "devices.json"
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and make it 0700.
+
+    Raises:
+        StoreError: it cannot be created or is not a directory.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create the state directory ({exc.strerror})") from exc
+    if not path.is_dir():
+        raise StoreError(f"{path}: the state directory is not a directory")
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file.
+
+    Raises:
+        OSError: the write failed; the old file is untouched.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class DeviceStore:
+    """Loads and saves the :class:`DeviceRegistry` in one state directory."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.path = state_dir / STORE_NAME
+        self._lock = trio.Lock()
+
+    def load(self) -> DeviceRegistry | None:
+        """The stored registry, or ``None`` when there is no store yet.
+
+        Raises:
+            StoreError: the file exists but cannot be read or parsed.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read the device store ({exc.strerror})") from exc
+        return decode_registry(data, origin=str(self.path))
+
+    def load_or_create(self) -> DeviceRegistry:
+        """Load the store, creating it (with a new host id) on first use.
+
+        Raises:
+            StoreError: as :meth:`load`, or the new store cannot be written.
+        """
+        ensure_private_dir(self.state_dir)
+        registry = self.load()
+        if registry is None:
+            registry = DeviceRegistry(host_id=uuid.uuid4())
+            self.save_sync(registry)
+        return registry
+
+    def save_sync(self, registry: DeviceRegistry) -> None:
+        """Write ``registry`` atomically (blocking).
+
+        Raises:
+            StoreError: the write failed; the previous file is intact.
+        """
+        try:
+            write_atomic(self.path, encode_registry(registry))
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot write the device store ({exc})") from exc
+
+    async def save(self, registry: DeviceRegistry) -> None:
+        """Write ``registry`` atomically in a worker thread, one write at a time.
+
+        Raises:
+            StoreError: the write failed; the previous file is intact.
+        """
+        async with self._lock:
+            await trio.to_thread.run_sync(self.save_sync, registry)

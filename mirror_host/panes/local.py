@@ -1,0 +1,374 @@
+"""Panes the host spawns itself, each command in its own PTY (``--source local``). I/O.
+
+The zero-setup way to try mirror-host: ``mirror-host serve --source local
+--pair`` mirrors your login shell. Every byte a program writes is fed into a
+libghostty :class:`~mirror_host.terminal.Screen` as it arrives, so this source
+pushes changes (frames follow output within milliseconds) and supports history,
+remote scroll, viewport text and scroll state. A pane whose process exits leaves
+the list, and its subscriber gets ``ended paneClosed``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import pwd
+import signal
+import struct
+import subprocess
+import termios
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID
+
+import trio
+
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.model import (
+    MAX_HISTORY_BYTES,
+    Capability,
+    HistoryCapture,
+    PaneInfo,
+    TextCapture,
+    VTCapture,
+)
+from mirror_host.session.history import keep_newest_utf8
+from mirror_host.terminal import Screen
+
+__all__ = ["LocalPane", "LocalSource", "default_shell_command"]
+
+logger = logging.getLogger(__name__)
+
+_READ_BYTES = 65_536
+_REPLY_QUEUE = 256
+
+
+def default_shell_command() -> list[str]:
+    """The user's login shell, started as a login shell."""
+    shell = os.environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+    return [shell, "-l"]
+
+
+def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@dataclass(eq=False)
+class LocalPane:
+    """One spawned program, its PTY and its screen."""
+
+    id: UUID
+    command: str
+    argv: list[str]
+    columns: int
+    rows: int
+    process: subprocess.Popen[bytes]
+    master: trio.lowlevel.FdStream
+    screen: Screen
+    start_dir: str
+    watchers: set[Callable[[], None]] = field(default_factory=set)
+    replies: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]] = field(
+        default_factory=lambda: trio.open_memory_channel[bytes](_REPLY_QUEUE)
+    )
+    write_lock: trio.Lock = field(default_factory=trio.Lock)
+    alive: bool = True
+
+    def notify(self) -> None:
+        for callback in list(self.watchers):
+            callback()
+
+    @property
+    def title(self) -> str:
+        return self.screen.title or self.command
+
+    def directory(self) -> str:
+        # Linux exposes the live working directory; elsewhere keep where it started.
+        try:
+            return os.readlink(f"/proc/{self.process.pid}/cwd")
+        except OSError:
+            return self.start_dir
+
+
+class LocalSource:
+    """A :class:`~mirror_host.panes.source.PaneSource` of spawned PTYs."""
+
+    capabilities = frozenset(
+        {
+            Capability.HISTORY,
+            Capability.REMOTE_SCROLL,
+            Capability.VIEWPORT_TEXT,
+            Capability.SCROLL_STATE,
+        }
+    )
+    pushes_changes = True
+
+    def __init__(
+        self,
+        commands: list[str] | tuple[str, ...],
+        *,
+        columns: int = 120,
+        rows: int = 40,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self._commands = list(commands)
+        self._columns = columns
+        self._rows = rows
+        self._cwd = cwd or os.getcwd()
+        self._env = env
+        self._panes: dict[UUID, LocalPane] = {}
+        self._started = trio.Event()
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Spawn every command and pump its output until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                if self._commands:
+                    programs = [(command, ["/bin/sh", "-c", command]) for command in self._commands]
+                else:
+                    shell = default_shell_command()
+                    programs = [(Path(shell[0]).name, shell)]
+                for command, argv in programs:
+                    pane = self._spawn(command, argv)
+                    self._panes[pane.id] = pane
+                    nursery.start_soon(self._pump, pane)
+                    nursery.start_soon(self._write_replies, pane)
+                self._started.set()
+                await trio.sleep_forever()
+        finally:
+            for pane in list(self._panes.values()):
+                self._terminate(pane)
+            self._panes.clear()
+
+    async def wait_started(self) -> None:
+        """Wait until every command has been spawned."""
+        await self._started.wait()
+
+    def _spawn(self, command: str, argv: list[str]) -> LocalPane:
+        master_fd, slave_fd = os.openpty()
+        fcntl.ioctl(
+            slave_fd, termios.TIOCSWINSZ, struct.pack("HHHH", self._rows, self._columns, 0, 0)
+        )
+        env = dict(os.environ if self._env is None else self._env)
+        env["TERM"] = "xterm-256color"
+        env.pop("LINES", None)
+        env.pop("COLUMNS", None)
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=slave_fd,
+                stdout=slave_fd,
+                stderr=slave_fd,
+                cwd=self._cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_set_controlling_tty,
+                close_fds=True,
+            )
+        except OSError as exc:
+            os.close(master_fd)
+            os.close(slave_fd)
+            raise PaneSourceError(f"cannot start {command!r}: {exc.strerror}") from exc
+        os.close(slave_fd)
+        pane_id = uuid.uuid4()
+        pane_ref: list[LocalPane] = []
+
+        def reply(data: bytes) -> None:
+            # Answers to DSR/DA queries go back to the program, in order.
+            if pane_ref:
+                try:
+                    pane_ref[0].replies[0].send_nowait(data)
+                except trio.WouldBlock:
+                    logger.warning("pane %s: dropped a terminal reply (queue full)", pane_id)
+
+        pane = LocalPane(
+            id=pane_id,
+            command=command,
+            argv=argv,
+            columns=self._columns,
+            rows=self._rows,
+            process=process,
+            master=trio.lowlevel.FdStream(master_fd),
+            screen=Screen(self._columns, self._rows, on_reply=reply),
+            start_dir=self._cwd,
+        )
+        pane_ref.append(pane)
+        logger.info(
+            "started %r (pid %d) in a %dx%d PTY", command, process.pid, self._columns, self._rows
+        )
+        return pane
+
+    async def _pump(self, pane: LocalPane) -> None:
+        try:
+            while True:
+                try:
+                    data = await pane.master.receive_some(_READ_BYTES)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break  # EIO: the last process holding the PTY is gone
+                if not data:
+                    break
+                pane.screen.feed(data)
+                pane.notify()
+        finally:
+            await self._retire(pane)
+
+    async def _write_replies(self, pane: LocalPane) -> None:
+        async for data in pane.replies[1]:
+            try:
+                await self._write_raw(pane, data)
+            except PaneSourceError:
+                return
+
+    async def _retire(self, pane: LocalPane) -> None:
+        pane.alive = False
+        self._panes.pop(pane.id, None)
+        pane.notify()
+        with trio.CancelScope(shield=True):
+            code = await self._reap(pane)
+            await pane.master.aclose()
+        pane.replies[0].close()
+        logger.info("pane %r exited (status %s)", pane.command, code)
+
+    async def _reap(self, pane: LocalPane) -> int:
+        """Wait for the process; hang it up, then kill it, if it lingers."""
+        process = pane.process
+        for sig, grace in ((None, 0.5), (signal.SIGHUP, 2.0), (signal.SIGKILL, 5.0)):
+            if sig is not None:
+                self._signal(pane, sig)
+            deadline = trio.current_time() + grace
+            while process.poll() is None and trio.current_time() < deadline:
+                await trio.sleep(0.02)
+            if process.returncode is not None:
+                return process.returncode
+        return process.wait()
+
+    def _signal(self, pane: LocalPane, sig: signal.Signals) -> None:
+        if pane.process.poll() is None:
+            try:
+                os.killpg(pane.process.pid, sig)
+            except OSError:
+                pass
+
+    def _terminate(self, pane: LocalPane) -> None:
+        self._signal(pane, signal.SIGHUP)
+
+    # ------------------------------------------------------------ PaneSource
+
+    def _pane(self, pane_id: UUID) -> LocalPane:
+        pane = self._panes.get(pane_id)
+        if pane is None or not pane.alive:
+            raise PaneNotFound(f"pane {pane_id} has exited")
+        return pane
+
+    async def list_panes(self) -> list[PaneInfo]:
+        """Live panes; reads no terminal contents."""
+        panes = []
+        for pane in self._panes.values():
+            if not pane.alive:
+                continue
+            directory = pane.directory()
+            panes.append(
+                PaneInfo(
+                    id=pane.id,
+                    title=pane.title,
+                    directory=directory,
+                    project_name=Path(directory).name or directory,
+                    subtitle=pane.command,
+                )
+            )
+        return panes
+
+    @asynccontextmanager
+    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+        """Call ``on_change`` after every chunk of output (and when it exits)."""
+        pane = self._pane(pane_id)
+        pane.watchers.add(on_change)
+        try:
+            yield
+        finally:
+            pane.watchers.discard(on_change)
+
+    async def capture(
+        self,
+        pane_id: UUID,
+        representation: Representation,
+        *,
+        with_viewport_text: bool = False,
+        with_scroll_bounds: bool = False,
+    ) -> VTCapture | TextCapture:
+        """Format the pane's screen now (no awaiting: the screen is in memory)."""
+        pane = self._pane(pane_id)
+        screen = pane.screen
+        columns, rows = screen.size
+        bounds = screen.scroll_bounds() if with_scroll_bounds else None
+        if representation is Representation.TEXT:
+            return TextCapture(
+                columns=columns, rows=rows, text=screen.viewport_text(), scroll_bounds=bounds
+            )
+        viewport = None
+        if with_viewport_text and screen.is_scrolled_back:
+            viewport = screen.viewport_text()
+        return VTCapture(
+            columns=columns,
+            rows=rows,
+            data=screen.vt_frame(),
+            viewport_text=viewport,
+            scroll_bounds=bounds,
+        )
+
+    async def write(self, pane_id: UUID, data: bytes) -> None:
+        """Write input to the PTY unchanged."""
+        await self._write_raw(self._pane(pane_id), data)
+
+    async def _write_raw(self, pane: LocalPane, data: bytes) -> None:
+        async with pane.write_lock:
+            try:
+                await pane.master.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise PaneNotFound(f"pane {pane.id} is gone") from exc
+
+    async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
+        """Page the viewport through native scrollback by ``rows - 3`` rows.
+
+        A full-screen program that reads the mouse gets wheel events instead.
+        """
+        pane = self._pane(pane_id)
+        screen = pane.screen
+        _, rows = screen.size
+        step = max(1, rows - 3)
+        if screen.on_alternate_screen:
+            if screen.mouse_captured:
+                await self._write_raw(pane, _wheel(screen, direction, count=3))
+            return
+        screen.scroll_viewport(-step if direction is ScrollDirection.UP else step)
+        pane.notify()
+
+    async def history(self, pane_id: UUID) -> HistoryCapture:
+        """Scrollback and screen, newest 2 MiB, styles stripped."""
+        pane = self._pane(pane_id)
+        text, cut = keep_newest_utf8(pane.screen.history_text(), MAX_HISTORY_BYTES)
+        return HistoryCapture(text=text, truncated=cut)
+
+    # ------------------------------------------------------------ helpers for tests
+
+    def pane_pids(self) -> dict[UUID, int]:
+        """Process ids by pane (tests stop processes by pid)."""
+        return {pane.id: pane.process.pid for pane in self._panes.values()}
+
+
+def _wheel(screen: Screen, direction: ScrollDirection, *, count: int) -> bytes:
+    columns, rows = screen.size
+    x, y = max(1, columns // 2), max(1, rows // 2)
+    button = 64 if direction is ScrollDirection.UP else 65
+    if screen.mode(1006):
+        event = f"\x1b[<{button};{x};{y}M".encode()
+    else:
+        event = bytes((0x1B, 0x5B, 0x4D, 32 + button, 32 + min(x, 223), 32 + min(y, 223)))
+    return event * count

@@ -1,0 +1,96 @@
+"""The seam between the host and wherever panes come from. Typing only.
+
+The host depends on this protocol and nothing else; the command line builds the
+concrete source (local PTYs, tmux, Herdr) and hands it over, so every test can
+run the whole host against any source.
+
+Sampling contract: the host reads a pane (``capture``) only while somebody is
+subscribed to it, and it does so inside ``watch(pane_id, on_change)``. A source
+that can *push* (``pushes_changes``) calls ``on_change`` whenever the pane may
+have changed, and the host sends the next frame as soon as the client's gate is
+open. A source that cannot push is sampled every 200 ms instead. ``watch`` is
+also where a source starts per-pane machinery (an observe stream, say) and where
+it stops it when the last subscriber leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+from uuid import UUID
+
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.panes.model import HistoryCapture, PaneInfo, TextCapture, VTCapture
+
+__all__ = ["PaneSource"]
+
+
+class PaneSource(Protocol):
+    """Panes the host can list, mirror, type into, scroll and page back through."""
+
+    #: Optional capability strings this source really implements
+    #: (``history``, ``remote-scroll``, ``viewport-text-v1``, ``scroll-state-v1``).
+    capabilities: frozenset[str]
+    #: True when ``watch`` reports changes; False means "poll every 200 ms".
+    pushes_changes: bool
+
+    async def list_panes(self) -> list[PaneInfo]:
+        """The current panes, without reading any terminal contents."""
+        ...
+
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
+        """Keep ``pane_id`` observed while the context is open.
+
+        Raises (on enter):
+            PaneNotFound: the pane is gone.
+        """
+        ...
+
+    async def capture(
+        self,
+        pane_id: UUID,
+        representation: Representation,
+        *,
+        with_viewport_text: bool = False,
+        with_scroll_bounds: bool = False,
+    ) -> VTCapture | TextCapture:
+        """The pane's screen now.
+
+        Raises:
+            PaneNotFound: the pane is gone.
+            CaptureUnstable: it changed size while being read; try again.
+            PaneSourceError: any other failure (closes the subscriber).
+        """
+        ...
+
+    async def write(self, pane_id: UUID, data: bytes) -> None:
+        """Write already-encoded input bytes to the pane, unchanged.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
+        """Scroll the pane's viewport by about a page (rows − 3, at least 1).
+
+        Raises:
+            UnsupportedOperation: the source cannot scroll.
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    async def history(self, pane_id: UUID) -> HistoryCapture:
+        """Retained text, scrollback and screen, newest ≤ 2 MiB, styles stripped.
+
+        Raises:
+            UnsupportedOperation, PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    async def run(self) -> None:
+        """Background work (spawn PTYs, follow discovery); runs until cancelled."""
+        ...

@@ -1,0 +1,7 @@
+"""Terminal emulation on libghostty-vt: frames, text, history and scrolling."""
+
+from __future__ import annotations
+
+from mirror_host.terminal.screen import Screen
+
+__all__ = ["Screen"]

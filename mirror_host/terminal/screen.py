@@ -1,0 +1,250 @@
+"""A terminal screen on libghostty-vt (through ``pyghostty``). Native, no I/O.
+
+libghostty-vt is the emulator inside both Prowl's host and Herdr, so frames
+built here have the structure Prowl's Mac client is written for. A
+:class:`Screen` is fed the bytes a program writes and produces:
+
+* the **VT frame**: the active screen only, formatted as VT with
+  ``unwrap=false, trim=false``, SGR styles, every non-default mode, keyboard
+  modes, the cursor position and pen, and kitty keyboard flags; no scrollback and
+  no RIS (the client resets its replica before replaying);
+* the **viewport text**: the rows currently in view joined by ``\\n``;
+* the **history text**: scrollback plus screen, soft wraps joined;
+* viewport scrolling and **scroll bounds**, known only where native scrollback
+  makes them certain.
+
+Terminal queries (DSR, DA …) are answered through ``on_reply`` so the program on
+the other side of a PTY gets the replies a real terminal would send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyghostty import Terminal, ffi, lib
+from pyghostty.core import init_sized
+
+from mirror_host.panes.model import ScrollBounds
+
+__all__ = ["DEFAULT_SCROLLBACK_LINES", "Screen"]
+
+DEFAULT_SCROLLBACK_LINES = 10_000
+
+# libghostty takes its scroll request as a tagged union passed by value, which
+# cffi's ABI mode cannot pass; a struct of the same size and alignment has the
+# same calling convention on x86-64 and arm64 (pyghostty does the same for points).
+ffi.cdef(
+    """
+    typedef struct {
+        GhosttyTerminalScrollViewportTag tag;
+        int64_t delta;
+        uint64_t _pad;
+    } MirrorHostScrollViewport;
+    """
+)
+assert ffi.sizeof("MirrorHostScrollViewport") == ffi.sizeof("GhosttyTerminalScrollViewport")
+_scroll_viewport = ffi.cast(
+    "void(*)(GhosttyTerminal, MirrorHostScrollViewport)",
+    ffi.addressof(lib, "ghostty_terminal_scroll_viewport"),
+)
+
+
+class GhosttyFailure(RuntimeError):
+    """libghostty returned an error code."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != lib.GHOSTTY_SUCCESS:
+        raise GhosttyFailure(f"{what} failed ({result})")
+
+
+class Screen:
+    """One emulated terminal. Not thread-safe; use from one task."""
+
+    def __init__(
+        self,
+        columns: int,
+        rows: int,
+        *,
+        scrollback_lines: int = DEFAULT_SCROLLBACK_LINES,
+        on_reply: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self._terminal = Terminal(cols=columns, rows=rows, scrollback=scrollback_lines)
+        self._handle: Any = self._terminal._t[0]
+        self._buffer = ffi.new("uint8_t[]", 64 * 1024)
+        self._written = ffi.new("size_t*")
+        if on_reply is not None:
+            self._terminal.on_reply(on_reply)
+
+    # ------------------------------------------------------------ input
+
+    def feed(self, data: bytes) -> None:
+        """Process output from the program."""
+        if data:
+            self._terminal.feed(data)
+
+    def resize(self, columns: int, rows: int) -> None:
+        """Change the grid (reflowing the primary screen)."""
+        self._terminal.resize(columns, rows)
+
+    def reset(self) -> None:
+        """Full reset, as RIS would do."""
+        lib.ghostty_terminal_reset(self._handle)
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(columns, rows)``."""
+        columns, rows = self._terminal.size
+        return int(columns), int(rows)
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """``(x, y)`` of the cursor in the active area, 0-based."""
+        x, y = self._terminal.cursor
+        return int(x), int(y)
+
+    def mode(self, number: int, *, ansi: bool = False) -> bool:
+        """Whether DEC private mode ``number`` (or ANSI mode, with ``ansi``) is set."""
+        result: bool = bool(self._terminal.mode(number, ansi=ansi))
+        return result
+
+    @property
+    def on_alternate_screen(self) -> bool:
+        """True while a full-screen program uses the alternate screen."""
+        screen = int(self._terminal.get("active_screen"))
+        return screen == int(lib.GHOSTTY_TERMINAL_SCREEN_ALTERNATE)
+
+    @property
+    def mouse_captured(self) -> bool:
+        """True while the program asked for mouse reports."""
+        return bool(self._terminal.get("mouse_tracking", "bool"))
+
+    @property
+    def title(self) -> str | None:
+        """The window title set with OSC 0/2, if any."""
+        text = ffi.new("GhosttyString*")
+        if lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_TITLE, text) != 0:
+            return None
+        if not text.len:
+            return None
+        title: str = ffi.buffer(text.ptr, text.len)[:].decode("utf-8", "replace")
+        return title
+
+    def _scrollbar(self) -> tuple[int, int, int]:
+        bar = ffi.new("GhosttyTerminalScrollbar*")
+        _check(
+            lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBAR, bar),
+            "scrollbar",
+        )
+        return int(bar.total), int(bar.offset), int(bar.len)
+
+    @property
+    def is_scrolled_back(self) -> bool:
+        """True when the viewport is away from the live bottom."""
+        total, offset, length = self._scrollbar()
+        return offset + length < total
+
+    def scroll_bounds(self) -> ScrollBounds:
+        """Where the viewport is, when that is certain.
+
+        On the alternate screen, or while the program captures the mouse (it may
+        scroll itself), the bounds are unknown.
+        """
+        if self.on_alternate_screen or self.mouse_captured:
+            return ScrollBounds()
+        total, offset, length = self._scrollbar()
+        return ScrollBounds(at_top=offset == 0, at_bottom=offset + length >= total)
+
+    # ------------------------------------------------------------ viewport
+
+    def scroll_viewport(self, rows: int) -> None:
+        """Move the viewport by ``rows`` (negative = back into history)."""
+        request = ffi.new("MirrorHostScrollViewport*")
+        request.tag = lib.GHOSTTY_SCROLL_VIEWPORT_DELTA
+        request.delta = rows
+        _scroll_viewport(self._handle, request[0])
+
+    def scroll_to_bottom(self) -> None:
+        """Return the viewport to the live screen."""
+        request = ffi.new("MirrorHostScrollViewport*")
+        request.tag = lib.GHOSTTY_SCROLL_VIEWPORT_BOTTOM
+        _scroll_viewport(self._handle, request[0])
+
+    # ------------------------------------------------------------ output
+
+    def _selection(self, tag: str) -> Any:
+        columns, rows = self.size
+        selection = init_sized("GhosttySelection")
+        selection.start = self._terminal.ref(0, 0, tag)[0]
+        selection.end = self._terminal.ref(columns - 1, rows - 1, tag)[0]
+        return selection
+
+    def _format(self, options: Any) -> bytes:
+        formatter = ffi.new("GhosttyFormatter*")
+        _check(
+            lib.ghostty_formatter_terminal_new(ffi.NULL, formatter, self._handle, options[0]),
+            "formatter",
+        )
+        try:
+            result = lib.ghostty_formatter_format_buf(
+                formatter[0], self._buffer, len(self._buffer), self._written
+            )
+            if result == lib.GHOSTTY_OUT_OF_SPACE:
+                # Grow once to the size libghostty asked for, keep it for next time.
+                self._buffer = ffi.new("uint8_t[]", int(self._written[0]) * 2)
+                result = lib.ghostty_formatter_format_buf(
+                    formatter[0], self._buffer, len(self._buffer), self._written
+                )
+            _check(result, "format")
+            data: bytes = ffi.buffer(self._buffer, self._written[0])[:]
+            return data
+        finally:
+            lib.ghostty_formatter_free(formatter[0])
+
+    def vt_frame(self) -> bytes:
+        """The active screen as a full-redraw VT frame (see the module docstring)."""
+        options = init_sized("GhosttyFormatterTerminalOptions")
+        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT
+        options.unwrap = False
+        options.trim = False
+        options.extra.modes = True
+        options.extra.keyboard = True
+        options.extra.screen.cursor = True
+        options.extra.screen.style = True
+        options.extra.screen.hyperlink = True
+        options.extra.screen.kitty_keyboard = True
+        selection = self._selection("active")
+        options.selection = selection
+        return self._format(options)
+
+    def _plain(self, selection: Any, *, unwrap: bool) -> str:
+        options = init_sized("GhosttyFormatterTerminalOptions")
+        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
+        options.unwrap = unwrap
+        options.trim = True
+        options.selection = selection
+        return self._format(options).decode("utf-8", "replace")
+
+    def viewport_text(self) -> str:
+        """The rows in view, one per line (wrapping kept), trailing blanks trimmed."""
+        return self._plain(self._selection("viewport"), unwrap=False)
+
+    def active_text(self) -> str:
+        """The live screen as plain text, one row per line."""
+        return self._plain(self._selection("active"), unwrap=False)
+
+    def history_text(self) -> str:
+        """Scrollback and screen as plain text, soft-wrapped lines joined."""
+        selection = init_sized("GhosttySelection")
+        result = lib.ghostty_terminal_select_all(self._handle, selection)
+        if result == lib.GHOSTTY_NO_VALUE:
+            return ""
+        _check(result, "select_all")
+        return self._plain(selection, unwrap=True)
+
+    def close(self) -> None:
+        """Free the native terminal now."""
+        self._terminal.close()
