@@ -27,9 +27,13 @@ class PairingWindow:
 
 
 def open_window(
-    *, now: float, now_unix: float, token_bytes: Callable[[int], bytes]
+    *,
+    now: float,
+    now_unix: float,
+    token_bytes: Callable[[int], bytes],
+    seconds: float = WINDOW_SECONDS,
 ) -> PairingWindow:
-    """A fresh window with a new CSPRNG code."""
+    """A fresh window with a new CSPRNG code, open for ``seconds``."""
     return PairingWindow(
-        code=generate_code(token_bytes), deadline=now + WINDOW_SECONDS, opened_at_unix=now_unix
+        code=generate_code(token_bytes), deadline=now + seconds, opened_at_unix=now_unix
     )

@@ -189,13 +189,23 @@ async def open_client(
         await trio.aclose_forcefully(stream)
         raise ClientClosed(f"TLS handshake failed: {exc.__cause__!r}") from exc
     client = MirrorClient(stream, answer_pings=answer_pings)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(client._read)
-        try:
-            yield client
-        finally:
-            nursery.cancel_scope.cancel()
-            await trio.aclose_forcefully(stream)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client._read)
+            try:
+                yield client
+            finally:
+                # No await here: a checkpoint inside the cancelled nursery would
+                # raise Cancelled and replace the exception the body raised.
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The reader task never raises, so a group holds only the body's error:
+        # hand it back unwrapped, as a plain context manager would.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    finally:
+        await trio.aclose_forcefully(stream)
 
 
 async def pair_device(host: str, port: int, code: str, name: str) -> Credential:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import secrets
 import socket
 import time
@@ -41,7 +42,7 @@ from mirror_host.auth.qr import (
     PairingPayload,
     build_pairing_payload,
 )
-from mirror_host.auth.window import PairingWindow, open_window
+from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, open_window
 from mirror_host.config import Endpoint
 from mirror_host.errors import StoreError
 from mirror_host.host.addresses import first_lan_ipv4
@@ -98,6 +99,7 @@ class Host:
         hub: Hub,
         token_bytes: Callable[[int], bytes] = secrets.token_bytes,
         wall_clock: Callable[[], float] = time.time,
+        pairing_window_seconds: float = WINDOW_SECONDS,
     ) -> None:
         self.listen = listen
         self.advertise_address = advertise_address
@@ -112,6 +114,8 @@ class Host:
         #: The address actually bound (after ``serve`` started).
         self.bound: tuple[str, int] | None = None
         self.last_paired: str | None = None
+        #: Prowl's windows last 60 s; tests shorten it to watch one expire.
+        self.pairing_window_seconds = pairing_window_seconds
         self._token_bytes = token_bytes
         self._wall_clock = wall_clock
         self._pending: deque[trio.CancelScope] = deque()
@@ -307,7 +311,10 @@ class Host:
     def open_pairing_window(self) -> PairingTicket:
         """Open a new 60 s window (replacing any open one) and describe it."""
         window = open_window(
-            now=trio.current_time(), now_unix=self._wall_clock(), token_bytes=self._token_bytes
+            now=trio.current_time(),
+            now_unix=self._wall_clock(),
+            token_bytes=self._token_bytes,
+            seconds=self.pairing_window_seconds,
         )
         self.window = window
         self._apply_psk_table()
@@ -324,11 +331,12 @@ class Host:
                     port=self.bound[1],
                     code=window.code,
                     window_start=window.opened_at_unix,
+                    window_seconds=self.pairing_window_seconds,
                 )
             except InvalidPairingPayload as exc:
                 error = str(exc)
-        expires_at = int(-(-(window.opened_at_unix + 60) // 1))
-        logger.info("pairing window opened for 60 s")
+        expires_at = math.ceil(window.opened_at_unix + self.pairing_window_seconds)
+        logger.info("pairing window opened for %g s", self.pairing_window_seconds)
         return PairingTicket(window.code, expires_at, payload, error)
 
     def pairing_state(self) -> dict[str, Any]:

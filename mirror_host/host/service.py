@@ -18,6 +18,7 @@ from pathlib import Path
 
 import trio
 
+from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.config import Config
 from mirror_host.host.admin import bind_admin_socket, serve_admin
 from mirror_host.host.hub import CommandHandler, Hub
@@ -40,6 +41,7 @@ async def run_host(
     commands: CommandHandler | None = None,
     open_pairing: bool = False,
     show_pairing: Callable[[PairingTicket], None] | None = None,
+    pairing_window_seconds: float = WINDOW_SECONDS,
     task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a host until SIGINT/SIGTERM (or cancellation).
@@ -62,6 +64,7 @@ async def run_host(
         store=store,
         registry=registry,
         hub=hub,
+        pairing_window_seconds=pairing_window_seconds,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -242,11 +242,9 @@ class LocalSource:
         for sig, grace in ((None, 0.5), (signal.SIGHUP, 2.0), (signal.SIGKILL, 5.0)):
             if sig is not None:
                 self._signal(pane, sig)
-            deadline = trio.current_time() + grace
-            while process.poll() is None and trio.current_time() < deadline:
-                await trio.sleep(0.02)
-            if process.returncode is not None:
-                return process.returncode
+            code = await trio.to_thread.run_sync(_wait_for, process, grace)
+            if code is not None:
+                return code
         return process.wait()
 
     def _signal(self, pane: LocalPane, sig: signal.Signals) -> None:
@@ -361,6 +359,13 @@ class LocalSource:
     def pane_pids(self) -> dict[UUID, int]:
         """Process ids by pane (tests stop processes by pid)."""
         return {pane.id: pane.process.pid for pane in self._panes.values()}
+
+
+def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:
+    try:
+        return process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _wheel(screen: Screen, direction: ScrollDirection, *, count: int) -> bytes:
