@@ -99,6 +99,10 @@ class DeviceStore:
             StoreError: as :meth:`load`, or the new store cannot be written.
         """
         ensure_private_dir(self.state_dir)
+        # A crash mid-write leaves a temporary file beside the store; the store
+        # itself is intact (old or new), so the leftover is only litter.
+        for leftover in self.state_dir.glob(f".{STORE_NAME}.*.tmp"):
+            leftover.unlink(missing_ok=True)
         registry = self.load()
         if registry is None:
             registry = DeviceRegistry(host_id=uuid.uuid4())

@@ -52,7 +52,12 @@ async def test_paired_message_carries_32_byte_key_and_closes(state_dir: Path) ->
         async with open_client("127.0.0.1", port_of(host), "pair", ticket.code.encode()) as c:
             challenge = await c.expect(Challenge)
             assert isinstance(challenge, Challenge) and len(challenge.nonce) == 32
-            await c.send(Pair(name="Mac", proof=pair_proof(ticket.code, challenge.host_id, "Mac", challenge.nonce)))
+            await c.send(
+                Pair(
+                    name="Mac",
+                    proof=pair_proof(ticket.code, challenge.host_id, "Mac", challenge.nonce),
+                )
+            )
             rest = await c.expect_closed()
         assert len(rest) == 1
         assert len(rest[0].key) == 32  # type: ignore[union-attr]
@@ -180,7 +185,9 @@ async def test_identity_is_bound_to_the_tls_session(state_dir: Path) -> None:
 async def test_silence_after_challenge_closes_the_connection(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
         credential = await paired(host)
-        async with open_client("127.0.0.1", port_of(host), credential.identity, credential.key) as c:
+        async with open_client(
+            "127.0.0.1", port_of(host), credential.identity, credential.key
+        ) as c:
             start = trio.current_time()
             seen = await c.expect_closed(timeout=20)
             elapsed = trio.current_time() - start
@@ -245,7 +252,10 @@ async def test_revoke_closes_the_live_connection_and_the_key(state_dir: Path) ->
         credential = await paired(host)
         other = await paired(host, "Other")
         port = port_of(host)
-        async with login("127.0.0.1", port, credential) as victim, login("127.0.0.1", port, other) as bystander:
+        async with (
+            login("127.0.0.1", port, credential) as victim,
+            login("127.0.0.1", port, other) as bystander,
+        ):
             reply = await trio.to_thread.run_sync(
                 admin_request, state_dir, {"op": "revoke", "deviceID": credential.identity}
             )
@@ -318,7 +328,10 @@ async def test_openssl_s_client_matrix(state_dir: Path) -> None:
         suite = ("-cipher", "ECDHE-PSK-CHACHA20-POLY1305")
         code, out = await s_client("-tls1_2", *suite, "-psk_identity", "pair", "-psk", psk)
         # The first packet after the handshake is a `challenge` control message.
-        assert out[4:5] == b"\x00" and json.loads(out[5 : 4 + int.from_bytes(out[:4], "big")])["challenge"]
+        assert (
+            out[4:5] == b"\x00"
+            and json.loads(out[5 : 4 + int.from_bytes(out[:4], "big")])["challenge"]
+        )
         failing = [
             ("-tls1_2", "-cipher", "PSK-AES128-CBC-SHA256", "-psk_identity", "pair", "-psk", psk),
             ("-tls1_3", "-psk_identity", "pair", "-psk", psk),
@@ -346,13 +359,17 @@ async def test_unknown_identity_gets_an_alert_not_a_bare_eof(state_dir: Path) ->
 async def test_challenge_and_authenticated_ids_match(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
         credential = await paired(host)
-        async with open_client("127.0.0.1", port_of(host), credential.identity, credential.key) as c:
+        async with open_client(
+            "127.0.0.1", port_of(host), credential.identity, credential.key
+        ) as c:
             challenge = await c.expect(Challenge)
             assert isinstance(challenge, Challenge)
             await c.send(
                 Authenticate(
                     device_id=credential.device_id,
-                    proof=device_proof(credential.key, challenge.host_id, credential.device_id, challenge.nonce),
+                    proof=device_proof(
+                        credential.key, challenge.host_id, credential.device_id, challenge.nonce
+                    ),
                 )
             )
             done = await c.expect(Authenticated)

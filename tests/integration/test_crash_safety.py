@@ -1,0 +1,85 @@
+"""SIGKILL the host at random moments while devices pair: nothing paired is ever lost."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from mirror_host.auth.devices import DeviceRegistry
+from mirror_host.client.client import ClientClosed, Credential, pair_device
+from mirror_host.host.admin_client import NoHostRunning, admin_request
+from mirror_host.host.store import DeviceStore
+
+pytestmark = pytest.mark.timeout(240)
+
+PAIRINGS = 50
+
+
+async def start_host(state_dir: Path) -> tuple[trio.Process, int]:
+    (state_dir / "serve.json").unlink(missing_ok=True)
+    process = await trio.lowlevel.open_process(
+        [
+            sys.executable, "-m", "mirror_host", "serve",
+            "--listen", "127.0.0.1:0",
+            "--state-dir", str(state_dir),
+            "--local-command", "cat",
+            "--log-level", "warning",
+        ]
+    )  # fmt: skip
+    with trio.fail_after(30):
+        while not (state_dir / "serve.json").exists():
+            await trio.sleep(0.02)
+    port = int(json.loads((state_dir / "serve.json").read_text())["listen"].rsplit(":", 1)[1])
+    return process, port
+
+
+async def pair_until_killed(
+    port: int, state_dir: Path, received: list[Credential], budget: list[int]
+) -> None:
+    while budget[0] > 0:
+        try:
+            reply = await trio.to_thread.run_sync(admin_request, state_dir, {"op": "pair"})
+            budget[0] -= 1
+            credential = await pair_device("127.0.0.1", port, reply["code"], f"phone {budget[0]}")
+        except (ClientClosed, NoHostRunning, OSError, KeyError):
+            return  # the host died mid-pairing: fine, as long as the store is whole
+        received.append(credential)
+
+
+async def test_sigkill_during_pairings_loses_nothing(state_dir: Path) -> None:
+    rng = random.Random(20261201)
+    budget = [PAIRINGS]
+    received_total = 0
+    lifetimes = 0
+    while budget[0] > 0:
+        lifetimes += 1
+        process, port = await start_host(state_dir)
+        received: list[Credential] = []
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pair_until_killed, port, state_dir, received, budget)
+                await trio.sleep(rng.uniform(0.02, 0.4))
+                process.send_signal(signal.SIGKILL)
+                await process.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        registry = DeviceStore(state_dir).load()  # must load: old or new, never broken
+        assert registry is not None
+        for credential in received:
+            device = registry.find(credential.device_id)
+            assert device is not None, "a device that received `paired` is missing"
+            assert device.key == credential.key
+        received_total += len(received)
+        # Start the next lifetime below the 64-device limit (same host id).
+        DeviceStore(state_dir).save_sync(DeviceRegistry(host_id=registry.host_id))
+    assert lifetimes >= 3
+    assert received_total >= 10, "too few pairings completed to mean anything"
