@@ -450,7 +450,7 @@ def test_scroll_completes_with_the_next_frame_after_settling() -> None:
     session.scroll_applied(rid, 1.0)
     assert not session.can_take_frame(1.1)
     assert session.offer_frame(vt(b"scrolled"), 1.1) is None  # settling for 200 ms
-    assert session.offer_frame(vt(b"scrolled"), 1.2) == 2
+    assert session.offer_frame(vt(b"scrolled"), 1.25) == 2
     sent = outgoing(session)
     assert [type(m) for m in sent] == [VTFramePacket, c.ScrollResult]
     assert sent[1] == c.ScrollResult(request_id=rid, sequence=2, subscription_id=sub)
@@ -603,7 +603,7 @@ def test_command_lease_rules() -> None:
 
 @given(st.lists(messages, max_size=8))
 def test_any_client_message_sequence_keeps_the_session_consistent(sequence: list[Any]) -> None:
-    session, sub = subscribed()
+    session, _ = subscribed()
     now = 1.0
     for message in sequence:
         session.receive_data(packet(message), now)
