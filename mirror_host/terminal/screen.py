@@ -245,6 +245,21 @@ class Screen:
         _check(result, "select_all")
         return self._plain(selection, unwrap=True)
 
+    def cell(self, x: int, y: int) -> tuple[str, tuple[tuple[str, object], ...]]:
+        """The text and style of one cell of the active area (for fidelity checks)."""
+        ref = self._terminal.ref(x, y)
+        codepoints = ffi.new("uint32_t[16]")
+        count = ffi.new("size_t*")
+        result = lib.ghostty_grid_ref_graphemes(ref, codepoints, 16, count)
+        text = "" if result != 0 else "".join(chr(codepoints[i]) for i in range(count[0]))
+        style = self._terminal.style(x, y)
+        return text, tuple(sorted(style.items()))
+
+    def cells(self) -> list[list[tuple[str, tuple[tuple[str, object], ...]]]]:
+        """Every cell of the active area, row by row."""
+        columns, rows = self.size
+        return [[self.cell(x, y) for x in range(columns)] for y in range(rows)]
+
     def close(self) -> None:
         """Free the native terminal now."""
         self._terminal.close()

@@ -1,0 +1,79 @@
+"""Helpers for mirroring tests: subscribe, read frames, wait for screen content."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import MirrorClient
+from mirror_host.wire import TextFramePacket, VTFramePacket
+
+Frame = VTFramePacket | TextFramePacket
+
+
+async def list_panes(client: MirrorClient) -> c.Panes:
+    await client.send(c.ListPanes())
+    panes = await client.expect(c.Panes)
+    assert isinstance(panes, c.Panes)
+    return panes
+
+
+async def subscribe(
+    client: MirrorClient,
+    pane_id: UUID,
+    representation: c.Representation = c.Representation.VT,
+    intent: c.Intent = c.Intent.IF_FREE,
+    **opt_ins: bool,
+) -> UUID:
+    """Subscribe and return the lease (frames are left for the caller)."""
+    await client.send(
+        c.Subscribe(pane_id=pane_id, representation=representation, intent=intent, **opt_ins)
+    )
+    answer = await client.expect(c.Subscribed)
+    assert isinstance(answer, c.Subscribed) and answer.pane_id == pane_id
+    return answer.subscription_id
+
+
+async def next_frame(
+    client: MirrorClient, sub: UUID, *, ack: bool = True, timeout: float = 10
+) -> Frame:
+    """The next frame (side messages skipped); acknowledged unless ``ack`` is false."""
+    while True:
+        item = await client.receive(timeout=timeout)
+        if isinstance(item, VTFramePacket | TextFramePacket):
+            assert item.subscription_id == sub
+            if ack:
+                await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+            return item
+
+
+def frame_text(frame: Frame) -> str:
+    if isinstance(frame, TextFramePacket):
+        return frame.text
+    return frame.data.decode("utf-8", "replace")
+
+
+async def frame_containing(
+    client: MirrorClient, sub: UUID, needle: str, *, timeout: float = 10
+) -> Frame:
+    """Acknowledge frames until one contains ``needle``."""
+    with trio.fail_after(timeout):
+        while True:
+            frame = await next_frame(client, sub)
+            if needle in frame_text(frame):
+                return frame
+
+
+async def settle(
+    client: MirrorClient, sub: UUID, *, quiet: float = 0.4, timeout: float = 15
+) -> Frame | None:
+    """Acknowledge frames until none arrives for ``quiet`` seconds; return the last."""
+    last: Frame | None = None
+    with trio.fail_after(timeout):
+        while True:
+            try:
+                last = await next_frame(client, sub, timeout=quiet)
+            except trio.TooSlowError:
+                return last

@@ -1,0 +1,337 @@
+"""Every subscription rule over real TLS, with real PTYs behind the panes."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import login
+from mirror_host.panes.local import LocalSource
+from mirror_host.wire import TextFramePacket, VTFramePacket
+from tests.integration.conftest import paired, port_of, running_host
+from tests.integration.mirror_helpers import (
+    frame_containing,
+    frame_text,
+    list_panes,
+    next_frame,
+    settle,
+    subscribe,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+SHELL = "exec bash --norc --noprofile -i"
+
+
+async def test_list_advertises_exactly_what_is_implemented(state_dir: Path) -> None:
+    source = LocalSource(["cat", "sleep 60"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            panes = await list_panes(client)
+    assert panes.capabilities == (
+        "vt-v1", "text-v1", "takeover", "refresh",
+        "history", "remote-scroll", "viewport-text-v1", "scroll-state-v1",
+    )  # fmt: skip
+    assert sorted(p.title for p in panes.panes) == ["cat", "sleep 60"]
+    assert all(not p.busy for p in panes.panes)
+    assert panes.host_run_id == host.host_run_id
+
+
+async def test_subscribe_watch_type_and_see_the_echo(state_dir: Path) -> None:
+    source = LocalSource([SHELL], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            first = await next_frame(client, sub)
+            assert isinstance(first, VTFramePacket)
+            assert first.sequence == 1 and (first.columns, first.rows) == (80, 24)
+            await client.send(c.Input(data=b"echo mirror-$((6*7))\r", subscription_id=sub))
+            frame = await frame_containing(client, sub, "mirror-42")
+            assert frame.sequence > 1
+            panes = await list_panes(client)
+            assert panes.panes[0].busy
+
+
+async def test_text_subscription_gets_the_viewport_and_may_not_type(state_dir: Path) -> None:
+    received = state_dir / "received.txt"
+    source = LocalSource([f"printf 'ready\\n'; exec cat > {received}"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        port = port_of(host)
+        async with login("127.0.0.1", port, credential) as phone:
+            pane = (await list_panes(phone)).panes[0]
+            sub = await subscribe(phone, pane.id, c.Representation.TEXT)
+            frame = await frame_containing(phone, sub, "ready")
+            assert isinstance(frame, TextFramePacket) and frame.truncated is False
+            assert (frame.columns, frame.rows) == (80, 24)
+            await phone.send(c.Input(data=b"must not arrive\r", subscription_id=sub))
+            await phone.expect_closed()
+        # The same bytes on a vt-v1 lease do arrive: the write path works.
+        async with login("127.0.0.1", port, credential) as mac:
+            sub = await subscribe(mac, pane.id)
+            await next_frame(mac, sub)
+            await mac.send(c.Input(data=b"typed on the mac\r", subscription_id=sub))
+            with trio.fail_after(10):
+                while "typed on the mac" not in received.read_text():
+                    await trio.sleep(0.05)
+        assert "must not arrive" not in received.read_text()
+
+
+async def test_two_devices_trade_a_pane(state_dir: Path) -> None:
+    source = LocalSource([SHELL], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        mac = await paired(host, "Mac")
+        phone = await paired(host, "Phone")
+        port = port_of(host)
+        async with login("127.0.0.1", port, mac) as first:
+            pane = (await list_panes(first)).panes[0]
+            sub = await subscribe(first, pane.id)
+            await next_frame(first, sub)
+            async with login("127.0.0.1", port, phone) as second:
+                await second.send(
+                    c.Subscribe(
+                        pane_id=pane.id,
+                        representation=c.Representation.TEXT,
+                        intent=c.Intent.IF_FREE,
+                    )
+                )
+                busy = await second.expect(c.Failure)
+                assert busy == c.Failure(error="PANE_BUSY: This pane already has a remote mirror.")
+                assert (await list_panes(second)).panes[0].busy
+                # The same connection may take over after PANE_BUSY.
+                taken = await subscribe(second, pane.id, c.Representation.TEXT, c.Intent.TAKEOVER)
+                frame = await next_frame(second, taken)
+                assert isinstance(frame, TextFramePacket) and frame.sequence == 1
+                rest = await first.expect_closed()
+                assert c.Ended(reason=c.EndReason.TAKEN_OVER) in rest
+                await second.send(c.Input(data=b"x", subscription_id=sub))  # the old lease id
+                await second.expect_closed()
+
+
+async def test_wrong_ack_closes_and_frees_the_pane(state_dir: Path) -> None:
+    async with running_host(state_dir, LocalSource(["cat"], columns=80, rows=24)) as host:
+        credential = await paired(host)
+        port = port_of(host)
+        async with login("127.0.0.1", port, credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            frame = await next_frame(client, sub, ack=False)
+            await client.send(c.Acknowledge(sequence=frame.sequence + 1, subscription_id=sub))
+            assert await client.expect_closed() == []
+        async with login("127.0.0.1", port, credential) as client:
+            assert not (await list_panes(client)).panes[0].busy
+
+
+async def test_second_subscribe_on_one_connection_closes(state_dir: Path) -> None:
+    async with running_host(
+        state_dir, LocalSource(["cat", "sleep 60"], columns=80, rows=24)
+    ) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            panes = (await list_panes(client)).panes
+            sub = await subscribe(client, panes[0].id)
+            await next_frame(client, sub)
+            await client.send(
+                c.Subscribe(
+                    pane_id=panes[1].id, representation=c.Representation.VT, intent=c.Intent.IF_FREE
+                )
+            )
+            assert await client.expect_closed() == []
+
+
+async def test_unknown_pane_closes(state_dir: Path) -> None:
+    async with running_host(state_dir) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            await client.send(
+                c.Subscribe(
+                    pane_id=uuid.uuid4(),
+                    representation=c.Representation.VT,
+                    intent=c.Intent.IF_FREE,
+                )
+            )
+            assert await client.expect_closed() == []
+
+
+async def test_one_unacknowledged_frame_then_the_latest_state(state_dir: Path) -> None:
+    source = LocalSource([SHELL], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            first = await next_frame(client, sub, ack=False)
+            await client.send(
+                c.Input(data=b"for i in 1 2 3 4 5; do echo step$i; done\r", subscription_id=sub)
+            )
+            with pytest.raises(trio.TooSlowError):  # nothing while frame 1 is unacknowledged
+                await client.receive(timeout=0.8)
+            await client.send(c.Acknowledge(sequence=first.sequence, subscription_id=sub))
+            latest = await next_frame(client, sub)
+            assert latest.sequence == 2
+            assert "step5" in frame_text(latest)  # coalesced: the latest state, not step1
+
+
+async def test_refresh_resends_an_unchanged_screen(state_dir: Path) -> None:
+    async with running_host(
+        state_dir, LocalSource(["printf 'still\\n'; exec sleep 60"], columns=80, rows=24)
+    ) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            last = await frame_containing(client, sub, "still")
+            last = await settle(client, sub) or last
+            await client.send(c.Refresh(subscription_id=sub))
+            again = await next_frame(client, sub)
+            assert again.sequence == last.sequence + 1
+            assert again.data == last.data  # type: ignore[union-attr]
+
+
+async def test_scroll_duplicate_and_concurrent_requests(state_dir: Path) -> None:
+    source = LocalSource(["seq 1 300; exec sleep 60"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(
+                client, pane.id, include_viewport_text=True, include_scroll_state=True
+            )
+            await frame_containing(client, sub, "300")
+            await settle(client, sub)
+            first, second = uuid.uuid4(), uuid.uuid4()
+            await client.send(
+                c.Scroll(request_id=first, direction=c.ScrollDirection.UP, subscription_id=sub)
+            )
+            await client.send(
+                c.Scroll(request_id=second, direction=c.ScrollDirection.UP, subscription_id=sub)
+            )
+            seen: list[object] = []
+            result: c.ScrollResult | None = None
+            with trio.fail_after(10):
+                while result is None:
+                    item = await client.receive()
+                    seen.append(item)
+                    if isinstance(item, VTFramePacket):
+                        await client.send(
+                            c.Acknowledge(sequence=item.sequence, subscription_id=sub)
+                        )
+                    if isinstance(item, c.ScrollResult):
+                        result = item
+            assert (
+                c.Failure(
+                    error="SCROLL_BUSY: Wait for the current scroll to finish.",
+                    subscription_id=sub,
+                    request_id=second,
+                )
+                in seen
+            )
+            # viewport → scrollState → frame → scrollResult, all for the same sequence
+            tail = seen[-4:]
+            assert [type(x) for x in tail] == [
+                c.Viewport,
+                c.ScrollState,
+                VTFramePacket,
+                c.ScrollResult,
+            ]
+            viewport, state, frame = tail[0], tail[1], tail[2]
+            assert isinstance(viewport, c.Viewport) and viewport.text is not None
+            assert "280" in viewport.text and "300" not in viewport.text
+            assert isinstance(state, c.ScrollState) and state.at_bottom is False
+            assert isinstance(frame, VTFramePacket) and result.sequence == frame.sequence
+            assert viewport.sequence == state.sequence == frame.sequence
+            # A duplicate is answered from memory: same result, nothing scrolls.
+            await client.send(
+                c.Scroll(request_id=first, direction=c.ScrollDirection.UP, subscription_id=sub)
+            )
+            again = await client.expect(c.ScrollResult)
+            assert again == result
+            with pytest.raises(trio.TooSlowError):
+                await client.receive(timeout=0.6)
+
+
+async def test_history_pages_are_contiguous(state_dir: Path) -> None:
+    source = LocalSource(["seq 1 1000; exec sleep 60"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, c.Representation.TEXT)
+            await frame_containing(client, sub, "1000")
+            await client.send(c.History(subscription_id=sub))
+            page = await client.expect(c.HistoryPage)
+            assert isinstance(page, c.HistoryPage)
+            pages = [page]
+            while page.offset > 0:
+                await client.send(
+                    c.History(history_id=page.history_id, offset=page.offset, subscription_id=sub)
+                )
+                nxt = await client.expect(c.HistoryPage)
+                assert isinstance(nxt, c.HistoryPage)
+                assert nxt.offset + len(nxt.lines) == page.offset  # ends where the last began
+                assert (nxt.history_id, nxt.total, nxt.captured_at) == (
+                    page.history_id,
+                    page.total,
+                    page.captured_at,
+                )
+                assert 0 < len(nxt.lines) <= 200
+                pages.append(nxt)
+                page = nxt
+            lines = [line for p in reversed(pages) for line in p.lines]
+            assert len(lines) == pages[0].total
+            numbers = [line for line in lines if line.isdigit()]
+            assert numbers == [str(i) for i in range(1, 1001)]
+            await client.send(c.History(history_id=uuid.uuid4(), offset=0, subscription_id=sub))
+            await client.expect_closed()
+
+
+async def test_pane_whose_process_exits(state_dir: Path) -> None:
+    source = LocalSource(["read line; exit 0", "sleep 60"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            panes = {p.title: p for p in (await list_panes(client)).panes}
+            sub = await subscribe(client, panes["read line; exit 0"].id)
+            await next_frame(client, sub)
+            await client.send(c.Input(data=b"bye\r", subscription_id=sub))
+            rest = await client.expect_closed()
+            assert c.Ended(reason=c.EndReason.PANE_CLOSED) in rest
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            assert [p.title for p in (await list_panes(client)).panes] == ["sleep 60"]
+
+
+async def test_host_stop_tells_subscribers(state_dir: Path) -> None:
+    async with trio.open_nursery() as outer:
+        stopped = trio.Event()
+        endings: list[object] = []
+
+        async def watch() -> None:
+            async with running_host(state_dir, LocalSource(["cat"], columns=80, rows=24)) as host:
+                credential = await paired(host)
+                async with login("127.0.0.1", port_of(host), credential) as client:
+                    pane = (await list_panes(client)).panes[0]
+                    sub = await subscribe(client, pane.id)
+                    await next_frame(client, sub)
+                    with trio.CancelScope() as scope:
+                        outer_scope.append(scope)
+                        await trio.sleep_forever()
+                    # Leaving running_host stops the host while we still read.
+                    host.hub.stop_all()
+                    endings.extend(await client.expect_closed())
+            stopped.set()
+
+        outer_scope: list[trio.CancelScope] = []
+        outer.start_soon(watch)
+        with trio.fail_after(20):
+            while not outer_scope:
+                await trio.sleep(0.05)
+        outer_scope[0].cancel()
+        await stopped.wait()
+    assert c.Ended(reason=c.EndReason.HOST_STOPPED) in endings
