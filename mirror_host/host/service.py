@@ -70,7 +70,8 @@ async def run_host(
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(host.serve)
             nursery.start_soon(serve_admin, host, admin_listener)
-            nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+            # Handlers are in place before serve.json tells anyone we are up.
+            await nursery.start(_stop_on_signal, nursery.cancel_scope)
             status = {
                 "listen": f"{bound[0]}:{bound[1]}",
                 "pid": os.getpid(),
@@ -91,8 +92,11 @@ async def run_host(
                 pass
 
 
-async def _stop_on_signal(scope: trio.CancelScope) -> None:
+async def _stop_on_signal(
+    scope: trio.CancelScope, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for signum in signals:
             logger.info("received %s, stopping", signal.Signals(signum).name)
             scope.cancel()

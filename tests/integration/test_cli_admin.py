@@ -1,0 +1,182 @@
+"""The command line as users run it: serve in a subprocess, then pair/devices/revoke/status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from mirror_host.auth.qr import parse_pairing_payload
+from mirror_host.client.client import login, pair_device
+from tests.integration.mirror_helpers import list_panes
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def cli(state_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mirror_host", *args, "--state-dir", str(state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+
+
+@pytest.fixture
+def served(state_dir: Path) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--source", "local",
+            "--local-command", "cat", "--listen", "127.0.0.1:0",
+            "--advertise-address", "192.0.2.10", "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    status = state_dir / "serve.json"
+    try:
+        for _ in range(300):
+            if status.exists():
+                break
+            if process.poll() is not None:
+                raise AssertionError(process.communicate()[1])
+            subprocess.run(["sleep", "0.05"], check=True)
+        document = json.loads(status.read_text())
+        assert document["pid"] == process.pid
+        port = int(document["listen"].rsplit(":", 1)[1])
+        yield state_dir, port, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=20)
+        process.communicate()
+
+
+def test_state_files_are_private_and_serve_json_is_removed_on_exit(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, _, process = served
+    assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((state_dir / "devices.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "admin.sock").stat().st_mode) == 0o600
+    document = json.loads((state_dir / "serve.json").read_text())
+    assert set(document) == {"listen", "pid", "hostID", "hostRunID"}
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
+    assert not (state_dir / "serve.json").exists()
+    assert not (state_dir / "admin.sock").exists()
+
+
+def test_second_host_on_the_same_state_dir_is_refused(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, _, _ = served
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "serve", "--listen", "127.0.0.1:0", "--state-dir", str(state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    assert "another mirror-host is running" in result.stderr
+
+
+async def test_pair_json_devices_revoke_and_status(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, _ = served
+    png = state_dir / "qr.png"
+    result = await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json", "--qr-png", str(png)))
+    assert result.returncode == 0, result.stderr
+    ticket = json.loads(result.stdout)
+    assert set(ticket) == {"code", "expiresAt", "payload"}
+    payload = parse_pairing_payload(json.dumps(ticket["payload"]).encode(), now=ticket["expiresAt"] - 30)
+    assert (payload.address, payload.port, payload.code) == ("192.0.2.10", port, ticket["code"])
+    assert png.read_bytes().startswith(b"\x89PNG")
+    credential = await pair_device("127.0.0.1", port, ticket["code"], "CLI Phone")
+
+    devices = await trio.to_thread.run_sync(lambda: cli(state_dir, "devices", "--json"))
+    listed = json.loads(devices.stdout)
+    assert [(d["id"], d["name"]) for d in listed] == [(credential.identity, "CLI Phone")]
+    text = await trio.to_thread.run_sync(lambda: cli(state_dir, "devices"))
+    assert "CLI Phone" in text.stdout and credential.identity in text.stdout
+
+    async with login("127.0.0.1", port, credential) as client:
+        await list_panes(client)
+        status = await trio.to_thread.run_sync(lambda: cli(state_dir, "status", "--json"))
+        report = json.loads(status.stdout)
+        assert report["devices"] == 1 and report["connections"] == 1
+        assert report["pairing"]["open"] is False
+        revoked = await trio.to_thread.run_sync(lambda: cli(state_dir, "revoke", credential.identity))
+        assert revoked.returncode == 0 and credential.identity in revoked.stdout
+        assert await client.expect_closed() == []
+    again = await trio.to_thread.run_sync(lambda: cli(state_dir, "revoke", credential.identity))
+    assert again.returncode == 1 and "no paired device" in again.stderr
+
+
+def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--local-command", "cat",
+            "--listen", "127.0.0.1:0", "--advertise-address", "127.0.0.1",
+            "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            if (state_dir / "serve.json").exists():
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        result = cli(state_dir, "pair", "--json")
+        ticket = json.loads(result.stdout)
+        assert ticket["payload"] is None
+        assert "loopback" in ticket["payloadError"]
+        plain = cli(state_dir, "pair", "--no-wait")
+        assert "No QR code" in plain.stdout and "-" in plain.stdout
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+
+
+def test_commands_without_a_host_say_so(state_dir: Path) -> None:
+    for command in ("pair", "status"):
+        result = cli(state_dir, command)
+        assert result.returncode == 1
+        assert "no mirror-host is running" in result.stderr
+    devices = cli(state_dir, "devices")
+    assert devices.returncode == 0 and "No paired devices" in devices.stdout
+
+
+def test_configuration_errors_name_the_key(state_dir: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mh.toml"
+    config.write_text('[server]\nlisten = "0.0.0.0:7880"\nbogus = 1\n')
+    result = cli(state_dir, "status", "--config", str(config))
+    assert result.returncode == 2
+    assert "server.bogus" in result.stderr and str(config) in result.stderr
+    env = {**os.environ, "MIRROR_HOST_NOPE": "1"}
+    result = cli(state_dir, "status", env=env)
+    assert result.returncode == 2 and "MIRROR_HOST_NOPE" in result.stderr
+
+
+def test_help_explains_every_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "--help"], capture_output=True, text=True, timeout=30
+    )
+    for command in ("serve", "pair", "devices", "revoke", "status", "wire"):
+        assert command in result.stdout
+    serve_help = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "serve", "--help"], capture_output=True, text=True, timeout=30
+    )
+    assert "--local-command" in serve_help.stdout and "--pair" in serve_help.stdout
