@@ -63,6 +63,8 @@ class ServerSettings:
     listen: Endpoint = Endpoint("0.0.0.0", 7880)
     #: The address put in the QR payload; ``None`` = the first non-loopback IPv4.
     advertise_address: str | None = None
+    #: Established connections at once (each holds at most one pane); Prowl's host allows 16.
+    max_connections: int = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,6 +226,14 @@ def _address(value: object) -> str | None:
     return text
 
 
+def _connection_limit(value: object) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+        raise ValueError("expected an integer 1 … 1024")
+    return value
+
+
 def _endpoint(value: object) -> Endpoint:
     return parse_endpoint(_text(value))
 
@@ -237,6 +247,7 @@ def _size(value: object) -> tuple[int, int]:
 KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "server.listen": ("server", "listen", _endpoint),
     "server.advertise_address": ("server", "advertise_address", _address),
+    "server.max_connections": ("server", "max_connections", _connection_limit),
     "state.dir": ("state", "dir", _text),
     "log.level": ("log", "level", _choice(LOG_LEVELS)),
     "log.format": ("log", "format", _choice(LOG_FORMATS)),

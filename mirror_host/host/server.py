@@ -100,6 +100,7 @@ class Host:
         token_bytes: Callable[[int], bytes] = secrets.token_bytes,
         wall_clock: Callable[[], float] = time.time,
         pairing_window_seconds: float = WINDOW_SECONDS,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.listen = listen
         self.advertise_address = advertise_address
@@ -116,6 +117,7 @@ class Host:
         self.last_paired: str | None = None
         #: Prowl's windows last 60 s; tests shorten it to watch one expire.
         self.pairing_window_seconds = pairing_window_seconds
+        self.max_connections = max_connections
         self._token_bytes = token_bytes
         self._wall_clock = wall_clock
         self._pending: deque[trio.CancelScope] = deque()
@@ -210,8 +212,10 @@ class Host:
         identity = negotiated_identity()
         if identity is None:
             return
-        if len(self.connections) >= MAX_CONNECTIONS:
-            logger.warning("#%d %s refused: %d connections already", number, peer, MAX_CONNECTIONS)
+        if len(self.connections) >= self.max_connections:
+            logger.warning(
+                "#%d %s refused: %d connections already", number, peer, self.max_connections
+            )
             await trio.aclose_forcefully(ssl_stream)
             return
         session = Session(

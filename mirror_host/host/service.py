@@ -65,6 +65,7 @@ async def run_host(
         registry=registry,
         hub=hub,
         pairing_window_seconds=pairing_window_seconds,
+        max_connections=config.server.max_connections,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -21,7 +21,9 @@ from tests.integration.mirror_helpers import list_panes
 pytestmark = pytest.mark.timeout(60)
 
 
-def cli(state_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    state_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mirror_host", *args, "--state-dir", str(state_dir)],
         capture_output=True,
@@ -82,7 +84,16 @@ def test_second_host_on_the_same_state_dir_is_refused(
 ) -> None:
     state_dir, _, _ = served
     result = subprocess.run(
-        [sys.executable, "-m", "mirror_host", "serve", "--listen", "127.0.0.1:0", "--state-dir", str(state_dir)],
+        [
+            sys.executable,
+            "-m",
+            "mirror_host",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--state-dir",
+            str(state_dir),
+        ],
         capture_output=True,
         text=True,
         timeout=30,
@@ -96,11 +107,15 @@ async def test_pair_json_devices_revoke_and_status(
 ) -> None:
     state_dir, port, _ = served
     png = state_dir / "qr.png"
-    result = await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json", "--qr-png", str(png)))
+    result = await trio.to_thread.run_sync(
+        lambda: cli(state_dir, "pair", "--json", "--qr-png", str(png))
+    )
     assert result.returncode == 0, result.stderr
     ticket = json.loads(result.stdout)
     assert set(ticket) == {"code", "expiresAt", "payload"}
-    payload = parse_pairing_payload(json.dumps(ticket["payload"]).encode(), now=ticket["expiresAt"] - 30)
+    payload = parse_pairing_payload(
+        json.dumps(ticket["payload"]).encode(), now=ticket["expiresAt"] - 30
+    )
     assert (payload.address, payload.port, payload.code) == ("192.0.2.10", port, ticket["code"])
     assert png.read_bytes().startswith(b"\x89PNG")
     credential = await pair_device("127.0.0.1", port, ticket["code"], "CLI Phone")
@@ -117,7 +132,9 @@ async def test_pair_json_devices_revoke_and_status(
         report = json.loads(status.stdout)
         assert report["devices"] == 1 and report["connections"] == 1
         assert report["pairing"]["open"] is False
-        revoked = await trio.to_thread.run_sync(lambda: cli(state_dir, "revoke", credential.identity))
+        revoked = await trio.to_thread.run_sync(
+            lambda: cli(state_dir, "revoke", credential.identity)
+        )
         assert revoked.returncode == 0 and credential.identity in revoked.stdout
         assert await client.expect_closed() == []
     again = await trio.to_thread.run_sync(lambda: cli(state_dir, "revoke", credential.identity))
@@ -177,6 +194,9 @@ def test_help_explains_every_command() -> None:
     for command in ("serve", "pair", "devices", "revoke", "status", "wire"):
         assert command in result.stdout
     serve_help = subprocess.run(
-        [sys.executable, "-m", "mirror_host", "serve", "--help"], capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "mirror_host", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert "--local-command" in serve_help.stdout and "--pair" in serve_help.stdout

@@ -1,0 +1,54 @@
+"""Shared helpers for the benchmarks: start a host subprocess, pair, percentiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mirror_host.host.admin_client import admin_request
+
+
+def start_host(
+    args: list[str], *, cpu: int | None = None
+) -> tuple[subprocess.Popen[bytes], Path, int]:
+    """Run ``mirror-host serve`` (optionally pinned to one CPU); return it, its state dir, port."""
+    state_dir = Path(tempfile.mkdtemp(prefix="mh-bench-", dir="/tmp"))
+    command = [sys.executable, "-m", "mirror_host", "serve", "--listen", "127.0.0.1:0",
+               "--state-dir", str(state_dir), "--log-level", "warning", *args]  # fmt: skip
+    if cpu is not None:
+        command = ["taskset", "-c", str(cpu), *command]
+    env = {**os.environ, "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "64"}
+    process = subprocess.Popen(command, env=env)
+    status = state_dir / "serve.json"
+    deadline = time.monotonic() + 30
+    while not status.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the host did not start")
+        time.sleep(0.05)
+    port = int(json.loads(status.read_text())["listen"].rsplit(":", 1)[1])
+    return process, state_dir, port
+
+
+def open_window(state_dir: Path) -> str:
+    code: str = admin_request(state_dir, {"op": "pair"})["code"]
+    return code
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Pane output → frame decoded at a client, over loopback TLS.
+
+Usage: python -m benchmarks.latency [--panes 1] [--flood] [--seconds 10] [--text]
+
+Each pane runs a small program that prints a wall-clock timestamp (ns) 50 times
+a second. One client connection per pane subscribes (vt-v1, or text-v1 with
+--text), acknowledges every frame at once, and for each frame records
+``now - newest timestamp in the frame``: the time from the line being written
+to the PTY to the frame that shows it being decoded here. With --flood one more
+pane runs ``yes`` and is subscribed too, to show that a flooding pane does not
+slow the others down. Prints p50/p99/max and the host's CPU use, plus the CPU
+use of the same panes, subscribed but idle, when --idle is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import time
+
+import trio
+
+from benchmarks.common import cpu_seconds, open_window, percentile, start_host
+from mirror_host import control as c
+from mirror_host.client.client import Credential, login, pair_device
+from mirror_host.wire import TextFramePacket, VTFramePacket
+
+TICKER = (
+    f"{sys.executable} -c 'import time\n"
+    "while True:\n"
+    "    print(time.time_ns(), flush=True)\n"
+    "    time.sleep(0.02)'"
+)
+STAMP = re.compile(rb"(?<!\d)1[7-9]\d{17}(?!\d)")
+
+
+async def watch(port: int, credential: Credential, pane: c.PaneDescriptor, text: bool,
+                samples: list[float], recording: trio.Event) -> None:  # fmt: skip
+    representation = c.Representation.TEXT if text else c.Representation.VT
+    async with login("127.0.0.1", port, credential) as client:
+        await client.send(
+            c.Subscribe(pane_id=pane.id, representation=representation, intent=c.Intent.TAKEOVER)
+        )
+        sub = await client.expect(c.Subscribed)
+        assert isinstance(sub, c.Subscribed)
+        while True:
+            item = await client.receive(timeout=30)
+            if not isinstance(item, VTFramePacket | TextFramePacket):
+                continue
+            now = time.time_ns()
+            await client.send(
+                c.Acknowledge(sequence=item.sequence, subscription_id=sub.subscription_id)
+            )
+            body = item.text.encode() if isinstance(item, TextFramePacket) else item.data
+            stamps = [int(m) for m in STAMP.findall(body)]
+            if stamps and recording.is_set():
+                samples.append((now - max(stamps)) / 1e6)
+
+
+async def run(panes: int, flood: bool, seconds: float, text: bool, idle: bool) -> None:
+    args = [arg for _ in range(panes) for arg in ("--local-command", TICKER)]
+    if flood:
+        args += ["--local-command", "exec yes 'flooding the pane flat out'"]
+    process, state_dir, port = start_host(args)
+    try:
+        credentials = [
+            await pair_device("127.0.0.1", port, open_window(state_dir), f"bench {i}")
+            for i in range(2)
+        ]
+        async with login("127.0.0.1", port, credentials[0]) as lister:
+            await lister.send(c.ListPanes())
+            listing = await lister.expect(c.Panes)
+        assert isinstance(listing, c.Panes)
+        samples: list[float] = []
+        recording = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for index, pane in enumerate(listing.panes):
+                # The flooding pane's samples are not measured (it prints no stamps).
+                nursery.start_soon(
+                    watch, port, credentials[index % 2], pane, text, samples, recording
+                )
+                await trio.sleep(0.05)  # stay under the 8 pending handshakes
+            await trio.sleep(2)  # warm-up
+            recording.set()
+            cpu_before, wall_before = cpu_seconds(process.pid), time.perf_counter()
+            await trio.sleep(seconds)
+            cpu = cpu_seconds(process.pid) - cpu_before
+            wall = time.perf_counter() - wall_before
+            nursery.cancel_scope.cancel()
+        kind = "text-v1" if text else "vt-v1"
+        print(f"panes={panes} flood={flood} representation={kind} frames={len(samples)}")
+        print(f"latency ms: p50 {percentile(samples, 50):.1f}  p99 {percentile(samples, 99):.1f}  "
+              f"max {max(samples):.1f}")  # fmt: skip
+        print(f"host CPU: {100 * cpu / wall:.0f}% of one core")
+        if idle:
+            await measure_idle(state_dir, port, credentials, panes)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait()
+
+
+async def measure_idle(
+    state_dir: object, port: int, credentials: list[Credential], panes: int
+) -> None:
+    process, idle_dir, idle_port = start_host(
+        [arg for _ in range(panes) for arg in ("--local-command", "exec cat")]
+    )
+    try:
+        credential = await pair_device("127.0.0.1", idle_port, open_window(idle_dir), "idle")
+        async with login("127.0.0.1", idle_port, credential) as lister:
+            await lister.send(c.ListPanes())
+            listing = await lister.expect(c.Panes)
+        assert isinstance(listing, c.Panes)
+        async with trio.open_nursery() as nursery:
+            for pane in listing.panes:
+                nursery.start_soon(watch, idle_port, credential, pane, False, [], trio.Event())
+                await trio.sleep(0.05)
+            await trio.sleep(2)
+            before, wall = cpu_seconds(process.pid), time.perf_counter()
+            await trio.sleep(10)
+            used = cpu_seconds(process.pid) - before
+            print(f"idle: {panes} subscribed quiet panes, host CPU "
+                  f"{100 * used / (time.perf_counter() - wall):.1f}% of one core")  # fmt: skip
+            nursery.cancel_scope.cancel()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--panes", type=int, default=1)
+    parser.add_argument("--flood", action="store_true")
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--text", action="store_true", help="subscribe text-v1 instead of vt-v1")
+    parser.add_argument("--idle", action="store_true", help="also measure idle CPU")
+    args = parser.parse_args()
+    trio.run(run, args.panes, args.flood, args.seconds, args.text, args.idle)
+
+
+if __name__ == "__main__":
+    main()
