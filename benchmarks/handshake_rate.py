@@ -5,8 +5,9 @@ Usage: python -m benchmarks.handshake_rate [--seconds 10] [--clients 6]
 
 The host runs as a subprocess pinned (taskset) to CPU 0; the clients run here on
 CPU 1. Keep --clients at most 8: the host holds 8 pending handshakes and drops
-the oldest beyond that (docs/security.md). Each client loops: TCP connect, TLS-PSK handshake, challenge,
-authenticate, authenticated, close. Prints logins/second and the host's CPU use.
+the oldest beyond that (docs/security.md). Each client loops: TCP connect,
+TLS-PSK handshake, challenge, authenticate, authenticated, close. Prints
+logins/second and the host's CPU use.
 """
 
 from __future__ import annotations
