@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pane output → frame decoded at a client, over loopback TLS.
 
-Usage: python -m benchmarks.latency [--panes 1] [--flood] [--seconds 10] [--text]
+Usage: python -m benchmarks.latency [--panes 1] [--flood] [--seconds 10] [--text] [--tmux]
 
 Each pane runs a small program that prints a wall-clock timestamp (ns) 50 times
 a second. One client connection per pane subscribes (vt-v1, or text-v1 with
@@ -10,14 +10,17 @@ a second. One client connection per pane subscribes (vt-v1, or text-v1 with
 to the PTY to the frame that shows it being decoded here. With --flood one more
 pane runs ``yes`` and is subscribed too, to show that a flooding pane does not
 slow the others down. Prints p50/p99/max and the host's CPU use, plus the CPU
-use of the same panes, subscribed but idle, when --idle is given.
+use of the same panes, subscribed but idle, when --idle is given. With --tmux the
+panes are windows of a private tmux server mirrored through control mode.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -60,10 +63,37 @@ async def watch(port: int, credential: Credential, pane: c.PaneDescriptor, text:
                 samples.append((now - max(stamps)) / 1e6)
 
 
-async def run(panes: int, flood: bool, seconds: float, text: bool, idle: bool) -> None:
-    args = [arg for _ in range(panes) for arg in ("--local-command", TICKER)]
+def start_tmux(panes: int, flood: bool) -> tuple[list[str], str]:
+    """A private tmux server with one window per ticker; returns host args and its name."""
+    name = f"mh-bench-{os.getpid()}"
+    base = ["tmux", "-L", name]
+    subprocess.run([*base, "-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "120",
+                    "-y", "40", TICKER], check=True)  # fmt: skip
+    for _ in range(panes - 1):
+        subprocess.run([*base, "new-window", "-d", "-t", "bench", TICKER], check=True)
     if flood:
-        args += ["--local-command", "exec yes 'flooding the pane flat out'"]
+        subprocess.run([*base, "new-window", "-d", "-t", "bench", "yes flooding"], check=True)
+    return ["--source", "tmux", "--tmux-socket", name], name
+
+
+async def run(panes: int, flood: bool, seconds: float, text: bool, idle: bool, tmux: bool) -> None:
+    tmux_name = None
+    if tmux:
+        args, tmux_name = start_tmux(panes, flood)
+    else:
+        args = [arg for _ in range(panes) for arg in ("--local-command", TICKER)]
+        if flood:
+            args += ["--local-command", "exec yes 'flooding the pane flat out'"]
+    try:
+        await measure(args, panes, flood, seconds, text, idle, tmux)
+    finally:
+        if tmux_name is not None:
+            subprocess.run(["tmux", "-L", tmux_name, "kill-server"], check=False)
+
+
+async def measure(
+    args: list[str], panes: int, flood: bool, seconds: float, text: bool, idle: bool, tmux: bool
+) -> None:
     process, state_dir, port = start_host(args)
     try:
         credentials = [
@@ -91,7 +121,10 @@ async def run(panes: int, flood: bool, seconds: float, text: bool, idle: bool) -
             wall = time.perf_counter() - wall_before
             nursery.cancel_scope.cancel()
         kind = "text-v1" if text else "vt-v1"
-        print(f"panes={panes} flood={flood} representation={kind} frames={len(samples)}")
+        source = "tmux" if tmux else "local"
+        print(
+            f"source={source} panes={panes} flood={flood} representation={kind} frames={len(samples)}"
+        )
         print(f"latency ms: p50 {percentile(samples, 50):.1f}  p99 {percentile(samples, 99):.1f}  "
               f"max {max(samples):.1f}")  # fmt: skip
         print(f"host CPU: {100 * cpu / wall:.0f}% of one core")
@@ -139,8 +172,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--text", action="store_true", help="subscribe text-v1 instead of vt-v1")
     parser.add_argument("--idle", action="store_true", help="also measure idle CPU")
+    parser.add_argument("--tmux", action="store_true", help="panes in a private tmux server")
     args = parser.parse_args()
-    trio.run(run, args.panes, args.flood, args.seconds, args.text, args.idle)
+    trio.run(run, args.panes, args.flood, args.seconds, args.text, args.idle, args.tmux)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--source",
         choices=SOURCE_KINDS,
-        help="where panes come from (default: local, PTYs this host spawns)",
+        help="where panes come from: local (PTYs this host spawns, the default) or tmux",
     )
     serve.add_argument(
         "--listen",
@@ -170,6 +170,13 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_size_arg,
         metavar="COLSxROWS",
         help="grid of each local pane (default 120x40)",
+    )
+    tmux = serve.add_argument_group("--source tmux")
+    tmux.add_argument(
+        "--tmux-socket", metavar="NAME", help="the tmux server's socket name (tmux -L NAME)"
+    )
+    tmux.add_argument(
+        "--tmux-socket-path", metavar="PATH", help="the tmux server's socket path (tmux -S PATH)"
     )
     _common(serve)
     serve.set_defaults(handler=_run_serve)
@@ -256,6 +263,8 @@ _FLAG_KEYS = {
     "advertise_address": "server.advertise_address",
     "local_command": "local.commands",
     "local_size": "local.size",
+    "tmux_socket": "tmux.socket_name",
+    "tmux_socket_path": "tmux.socket_path",
 }
 
 

@@ -39,6 +39,10 @@ def build_source(config: Config) -> PaneSource:
         return LocalSource(
             config.local.commands, columns=config.local.columns, rows=config.local.rows
         )
+    if kind == "tmux":
+        from mirror_host.panes.tmux import TmuxSource
+
+        return TmuxSource(socket_name=config.tmux.socket_name, socket_path=config.tmux.socket_path)
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 

@@ -1,0 +1,536 @@
+"""Every pane of a tmux server, pushed through control mode (``--source tmux``). I/O.
+
+One read-only ``tmux -C`` client per session is attached with ``ignore-size``, so
+it never changes anyone's window size. Its ``%output`` notifications feed the
+libghostty :class:`~mirror_host.terminal.Screen` of each *subscribed* pane; every
+other pane is paused for this client (``refresh-client -A %N:pause``), so no
+pane's output is read while nobody watches it. A subscription seeds its screen
+from ``capture-pane -e`` plus the cursor, modes and scroll region, in the same
+command list that un-pauses the pane, so no output is lost or applied twice.
+
+The pane list is read again (``list-panes -a``) when control mode reports a
+window or layout change, not on a timer. Input goes through ``send-keys -H``
+(raw bytes), scrolling through copy mode, history through ``capture-pane -S -``.
+A pane's grid is its real tmux size; it is never resized for a phone.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID
+
+import trio
+
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.model import (
+    MAX_HISTORY_BYTES,
+    Capability,
+    HistoryCapture,
+    PaneInfo,
+    ScrollBounds,
+    TextCapture,
+    VTCapture,
+)
+from mirror_host.panes.tmux_protocol import (
+    LIST_FORMAT,
+    PANE_STATE_FORMAT,
+    BlockEnd,
+    BlockStart,
+    Exited,
+    LayoutChanged,
+    Output,
+    PaneRow,
+    PaneState,
+    parse_line,
+    parse_pane_rows,
+    parse_pane_state,
+)
+from mirror_host.session.history import keep_newest_utf8
+from mirror_host.terminal import Screen
+
+__all__ = ["TmuxSource"]
+
+logger = logging.getLogger(__name__)
+
+_PANE_NAMESPACE = uuid.UUID("8c3c6a5e-5bd6-4c35-9d7e-1a1f6a0d2b11")
+_RELIST_DEBOUNCE_SECONDS = 0.05
+_MAX_BACKOFF_SECONDS = 30.0
+_SEND_CHUNK = 2048
+_MAX_LINE = 64 * 1024 * 1024
+
+
+@dataclass(eq=False)
+class _Pane:
+    uuid: UUID
+    row: PaneRow
+    screen: Screen | None = None
+    watchers: set[Callable[[], None]] = field(default_factory=set)
+    seeding: bool = False
+    pending: list[bytes] = field(default_factory=list)
+    state: PaneState | None = None
+    viewport: str | None = None  # the copy-mode view while scrolled back
+
+    def notify(self) -> None:
+        for callback in list(self.watchers):
+            callback()
+
+
+class _ControlClient:
+    """One ``tmux -C`` client attached to one session."""
+
+    def __init__(self, source: TmuxSource, session_id: str) -> None:
+        self.source = source
+        self.session_id = session_id
+        self.process: trio.Process | None = None
+        self.paused: set[str] = set()
+        self._pending: deque[tuple[int, list[list[bytes]], trio.Event, list[bool]]] = deque()
+        self._block: list[bytes] | None = None
+        self._block_ours = False
+        self._send_lock = trio.Lock()
+        self.ready = trio.Event()
+        self.done = trio.Event()
+
+    async def run(self) -> None:
+        command = [
+            *self.source.base_command,
+            "-C",
+            "attach-session",
+            "-f",
+            "ignore-size,read-only",
+            "-t",
+            self.session_id,
+        ]
+        process = await trio.lowlevel.open_process(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.process = process
+        assert process.stdout is not None
+        buffer = bytearray()
+        self.ready.set()
+        try:
+            while True:
+                chunk = await process.stdout.receive_some(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                if b"\n" not in chunk:
+                    if len(buffer) > _MAX_LINE:
+                        raise PaneSourceError("tmux control mode sent an over-long line")
+                    continue
+                *lines, rest = bytes(buffer).split(b"\n")
+                buffer = bytearray(rest)
+                for line in lines:
+                    self._handle(line)
+        finally:
+            self.done.set()
+            for _, _, event, failed in self._pending:
+                failed.append(True)
+                event.set()
+            self._pending.clear()
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.terminate()
+                await process.wait()
+            self.source.client_gone(self)
+
+    def _handle(self, line: bytes) -> None:
+        if self._block is not None and not line.startswith((b"%end ", b"%error ")):
+            self._block.append(line)
+            return
+        event = parse_line(line)
+        if isinstance(event, Output):
+            self.source.pane_output(event.pane, event.data)
+        elif isinstance(event, BlockStart):
+            self._block = []
+            self._block_ours = event.ours
+        elif isinstance(event, BlockEnd):
+            block, self._block = self._block or [], None
+            if self._block_ours and self._pending:
+                blocks_wanted, results, done, failed = self._pending[0]
+                results.append(block)
+                if not event.ok:
+                    failed.append(True)
+                if len(results) >= blocks_wanted:
+                    self._pending.popleft()
+                    done.set()
+        elif isinstance(event, LayoutChanged):
+            self.source.request_relist()
+        elif isinstance(event, Exited):
+            logger.debug("tmux control client for %s exited: %s", self.session_id, event.reason)
+
+    async def command(self, line: str, *, blocks: int = 1) -> list[list[bytes]]:
+        """Run a command line (``;``-separated commands) and return each block's lines.
+
+        Raises:
+            PaneSourceError: a command failed or the client is gone.
+        """
+        process = self.process
+        if process is None or process.stdin is None or self.done.is_set():
+            raise PaneSourceUnavailable("the tmux control client is not running")
+        results: list[list[bytes]] = []
+        failed: list[bool] = []
+        done = trio.Event()
+        async with self._send_lock:
+            self._pending.append((blocks, results, done, failed))
+            try:
+                await process.stdin.send_all(line.encode() + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise PaneSourceUnavailable("the tmux control client went away") from exc
+        await done.wait()
+        if failed:
+            detail = b" ".join(b" ".join(block) for block in results)[:200].decode(
+                "utf-8", "replace"
+            )
+            raise PaneSourceError(f"tmux refused {line.split(' ', 1)[0]}: {detail}")
+        return results
+
+    async def close(self) -> None:
+        if self.process is not None and self.process.stdin is not None:
+            await self.process.stdin.aclose()
+
+
+class TmuxSource:
+    """A :class:`~mirror_host.panes.source.PaneSource` over a tmux server."""
+
+    capabilities = frozenset(
+        {
+            Capability.HISTORY,
+            Capability.REMOTE_SCROLL,
+            Capability.VIEWPORT_TEXT,
+            Capability.SCROLL_STATE,
+        }
+    )
+    pushes_changes = True
+
+    def __init__(
+        self,
+        *,
+        socket_name: str | None = None,
+        socket_path: str | None = None,
+        tmux: str = "tmux",
+    ) -> None:
+        self.tmux = tmux
+        self.base_command = [tmux]
+        if socket_path:
+            self.base_command += ["-S", socket_path]
+        elif socket_name:
+            self.base_command += ["-L", socket_name]
+        self._where = socket_path or (f"-L {socket_name}" if socket_name else "the default socket")
+        self._panes: dict[UUID, _Pane] = {}
+        self._by_tmux_id: dict[str, _Pane] = {}
+        self._clients: dict[str, _ControlClient] = {}
+        self._relist = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._listed = trio.Event()
+        self._complained = False
+
+    # ------------------------------------------------------------ running
+
+    async def run(self) -> None:
+        """Follow the server: list panes, keep one control client per session."""
+        backoff = 1.0
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            while True:
+                self._relist = trio.Event()
+                try:
+                    await self._refresh()
+                    backoff = 1.0
+                    self._complained = False
+                    await self._relist.wait()
+                    await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
+                except PaneSourceUnavailable as exc:
+                    self._forget_all()
+                    if not self._complained:
+                        logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
+                        self._complained = True
+                    self._listed.set()
+                    with trio.move_on_after(backoff):
+                        await self._relist.wait()
+                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+
+    async def wait_listed(self) -> None:
+        """Wait for the first pane listing (tests and start-up)."""
+        await self._listed.wait()
+
+    def request_relist(self) -> None:
+        """Something changed: read the pane list again (debounced)."""
+        self._relist.set()
+
+    async def _tmux(self, *args: str) -> str:
+        if shutil.which(self.tmux) is None:
+            raise PaneSourceUnavailable(
+                f"tmux is not installed (no {self.tmux!r} on PATH); "
+                "install it or choose another --source"
+            )
+        result = await trio.run_process(
+            [*self.base_command, *args], capture_stdout=True, capture_stderr=True, check=False
+        )
+        if result.returncode != 0:
+            message = result.stderr.decode("utf-8", "replace").strip()
+            if "no server running" in message or "error connecting" in message:
+                raise PaneSourceUnavailable(
+                    f"no tmux server is running on {self._where}; start one with "
+                    f"`{' '.join(self.base_command)} new-session -d`"
+                )
+            raise PaneSourceError(f"tmux {args[0]} failed: {message}")
+        return result.stdout.decode("utf-8", "replace")
+
+    async def _refresh(self) -> None:
+        rows = parse_pane_rows(await self._tmux("list-panes", "-a", "-F", LIST_FORMAT))
+        seen: set[UUID] = set()
+        for row in rows:
+            if row.dead:
+                continue
+            key = uuid.uuid5(_PANE_NAMESPACE, f"{row.socket_path}|{row.server_pid}|{row.pane_id}")
+            seen.add(key)
+            pane = self._panes.get(key)
+            if pane is None:
+                pane = _Pane(key, row)
+                self._panes[key] = pane
+                self._by_tmux_id[row.pane_id] = pane
+            else:
+                resized = (pane.row.width, pane.row.height) != (row.width, row.height)
+                pane.row = row
+                if resized and pane.screen is not None:
+                    await self._seed(pane)
+        for key in list(self._panes):
+            if key not in seen:
+                self._drop(self._panes[key])
+        sessions = {row.session_id for row in rows if not row.dead}
+        assert self._nursery is not None
+        for session_id in sessions - set(self._clients):
+            client = _ControlClient(self, session_id)
+            self._clients[session_id] = client
+            self._nursery.start_soon(client.run)
+            await client.ready.wait()
+        for session_id, client in list(self._clients.items()):
+            if session_id not in sessions:
+                await client.close()
+        await self._pause_unwatched()
+        self._listed.set()
+
+    async def _pause_unwatched(self) -> None:
+        for pane in list(self._panes.values()):
+            client = self._clients.get(pane.row.session_id)
+            if client is None or pane.watchers or pane.row.pane_id in client.paused:
+                continue
+            try:
+                await client.command(f"refresh-client -A '{pane.row.pane_id}:pause'")
+                client.paused.add(pane.row.pane_id)
+            except PaneSourceError as exc:
+                logger.debug("could not pause %s: %s", pane.row.pane_id, exc)
+
+    def client_gone(self, client: _ControlClient) -> None:
+        if self._clients.get(client.session_id) is client:
+            del self._clients[client.session_id]
+        self.request_relist()
+
+    def _drop(self, pane: _Pane) -> None:
+        self._panes.pop(pane.uuid, None)
+        if self._by_tmux_id.get(pane.row.pane_id) is pane:
+            del self._by_tmux_id[pane.row.pane_id]
+        pane.screen = None
+        pane.notify()  # subscribers find it gone and get `ended paneClosed`
+
+    def _forget_all(self) -> None:
+        for pane in list(self._panes.values()):
+            self._drop(pane)
+
+    def pane_output(self, tmux_id: str, data: bytes) -> None:
+        """Control mode delivered output for ``tmux_id``."""
+        pane = self._by_tmux_id.get(tmux_id)
+        if pane is None or pane.screen is None:
+            return
+        if pane.seeding:
+            pane.pending.append(data)
+            return
+        pane.screen.feed(data)
+        pane.notify()
+
+    # ------------------------------------------------------------ seeding
+
+    async def _seed(self, pane: _Pane) -> None:
+        client = self._clients.get(pane.row.session_id)
+        if client is None:
+            raise PaneNotFound(f"tmux session {pane.row.session_id} is gone")
+        target = pane.row.pane_id
+        pane.seeding = True
+        pane.pending = []
+        try:
+            blocks = await client.command(
+                f"refresh-client -A '{target}:continue' ; "
+                f"capture-pane -p -e -N -t {target} ; "
+                f"display-message -p -t {target} '{PANE_STATE_FORMAT}'",
+                blocks=3,
+            )
+        except PaneSourceError as exc:
+            pane.seeding = False
+            raise PaneNotFound(f"tmux pane {target} is gone ({exc})") from exc
+        client.paused.discard(target)
+        state = parse_pane_state(b"\n".join(blocks[2]).decode("utf-8", "replace"))
+        if state is None:
+            pane.seeding = False
+            raise PaneSourceError(f"could not read the state of tmux pane {target}")
+        screen = Screen(max(1, state.width), max(1, state.height))
+        seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"")
+        for index, row in enumerate(blocks[1][: state.height]):
+            seed += b"\x1b[%d;1H\x1b[0m" % (index + 1) + row
+        seed += b"\x1b[0m" + state.seed_modes()
+        screen.feed(bytes(seed))
+        for data in pane.pending:
+            screen.feed(data)
+        pane.pending = []
+        pane.state = state
+        pane.screen = screen
+        pane.seeding = False
+        pane.notify()
+
+    # ------------------------------------------------------------ PaneSource
+
+    def _pane(self, pane_id: UUID) -> _Pane:
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            raise PaneNotFound(f"tmux pane {pane_id} is gone")
+        return pane
+
+    async def list_panes(self) -> list[PaneInfo]:
+        """The panes of the last listing (kept fresh by control-mode notifications)."""
+        panes = []
+        for pane in self._panes.values():
+            row = pane.row
+            terminal = row.command or "Shell"
+            parts = [row.session_name, row.window_name, terminal]
+            if row.window_panes > 1:
+                parts.append(f"Pane {row.pane_index + 1}")
+            panes.append(
+                PaneInfo(
+                    id=pane.uuid,
+                    title=" · ".join(parts),
+                    directory=row.path,
+                    project_name=Path(row.path).name or row.path or None,
+                    subtitle=" · ".join(parts[1:]),
+                )
+            )
+        return panes
+
+    @asynccontextmanager
+    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+        """Un-pause and seed the pane for the first watcher; pause it after the last."""
+        pane = self._pane(pane_id)
+        pane.watchers.add(on_change)
+        try:
+            if pane.screen is None and not pane.seeding:
+                await self._seed(pane)
+            yield
+        finally:
+            pane.watchers.discard(on_change)
+            if not pane.watchers:
+                pane.screen = None
+                client = self._clients.get(pane.row.session_id)
+                if client is not None and pane.uuid in self._panes:
+                    with trio.CancelScope(shield=True), trio.move_on_after(2):
+                        try:
+                            await client.command(f"refresh-client -A '{pane.row.pane_id}:pause'")
+                            client.paused.add(pane.row.pane_id)
+                        except PaneSourceError:
+                            pass
+
+    async def capture(
+        self,
+        pane_id: UUID,
+        representation: Representation,
+        *,
+        with_viewport_text: bool = False,
+        with_scroll_bounds: bool = False,
+    ) -> VTCapture | TextCapture:
+        """The pane's screen from its mirror; the copy-mode view while scrolled."""
+        pane = self._pane(pane_id)
+        screen = pane.screen
+        if screen is None:
+            raise PaneNotFound(f"tmux pane {pane.row.pane_id} is not being mirrored")
+        columns, rows = screen.size
+        bounds = self._bounds(pane, screen) if with_scroll_bounds else None
+        if representation is Representation.TEXT:
+            text = pane.viewport if pane.viewport is not None else screen.viewport_text()
+            return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=bounds)
+        return VTCapture(
+            columns=columns,
+            rows=rows,
+            data=screen.vt_frame(),
+            viewport_text=pane.viewport if with_viewport_text else None,
+            scroll_bounds=bounds,
+        )
+
+    def _bounds(self, pane: _Pane, screen: Screen) -> ScrollBounds:
+        state = pane.state
+        if state is None or screen.on_alternate_screen or screen.mouse_captured:
+            return ScrollBounds()
+        if not state.in_mode:
+            return ScrollBounds(at_top=state.history_size == 0, at_bottom=True)
+        return ScrollBounds(
+            at_top=state.scroll_position >= state.history_size,
+            at_bottom=state.scroll_position == 0,
+        )
+
+    async def write(self, pane_id: UUID, data: bytes) -> None:
+        """``send-keys -H``: the bytes reach the program unchanged (copy mode is left first)."""
+        pane = self._pane(pane_id)
+        target = pane.row.pane_id
+        if pane.viewport is not None:
+            await self._tmux("send-keys", "-X", "-t", target, "cancel")
+            await self._update_scroll(pane)
+        for start in range(0, len(data), _SEND_CHUNK):
+            chunk = data[start : start + _SEND_CHUNK]
+            await self._tmux("send-keys", "-H", "-t", target, *(f"{b:02x}" for b in chunk))
+
+    async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
+        """Page through tmux's history in copy mode by rows − 3 lines."""
+        pane = self._pane(pane_id)
+        target = pane.row.pane_id
+        lines = str(max(1, pane.row.height - 3))
+        if direction is ScrollDirection.UP:
+            await self._tmux(
+                "copy-mode", "-e", "-t", target, ";",
+                "send-keys", "-X", "-t", target, "-N", lines, "scroll-up",
+            )  # fmt: skip
+        elif pane.viewport is not None:
+            await self._tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
+        await self._update_scroll(pane)
+        pane.notify()
+
+    async def _update_scroll(self, pane: _Pane) -> None:
+        target = pane.row.pane_id
+        state = parse_pane_state(
+            await self._tmux("display-message", "-p", "-t", target, PANE_STATE_FORMAT)
+        )
+        if state is None:
+            return
+        pane.state = state
+        if not state.in_mode or state.scroll_position == 0:
+            pane.viewport = None
+            return
+        top = -state.scroll_position
+        bottom = top + state.height - 1
+        text = await self._tmux(
+            "capture-pane", "-p", "-t", target, "-S", str(top), "-E", str(bottom)
+        )
+        pane.viewport = text.rstrip("\n")
+
+    async def history(self, pane_id: UUID) -> HistoryCapture:
+        """``capture-pane -J -S -``: all of tmux's history and the screen, styles stripped."""
+        pane = self._pane(pane_id)
+        text = await self._tmux(
+            "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane.row.pane_id
+        )
+        kept, cut = keep_newest_utf8(text.rstrip("\n"), MAX_HISTORY_BYTES)
+        return HistoryCapture(text=kept, truncated=cut)

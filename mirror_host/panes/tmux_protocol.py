@@ -1,0 +1,317 @@
+"""tmux control mode and format output, parsed. Pure.
+
+Control mode (``tmux -C``) writes one line per notification. The ones we read:
+
+* ``%output %<pane> <data>``: what a pane's program wrote, with bytes below 32
+  and ``\\`` escaped as three octal digits (tmux's ``control.c`` escapes exactly
+  those);
+* ``%begin <time> <number> <flags>`` … ``%end``/``%error`` with the same time and
+  number: the output of a command (flags 1 = one we sent);
+* ``%window-add``, ``%window-close``, ``%layout-change`` and friends: the pane
+  set or layout changed, so the pane list must be read again;
+* ``%exit``: the client is detached (its session is gone).
+
+``list-panes -F`` output is parsed from fields joined by a separator that cannot
+appear in tmux names (a unit separator, 0x1F).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "LIST_FORMAT",
+    "PANE_STATE_FORMAT",
+    "SEPARATOR",
+    "BlockEnd",
+    "BlockStart",
+    "Exited",
+    "LayoutChanged",
+    "Notification",
+    "Output",
+    "PaneRow",
+    "PaneState",
+    "Paused",
+    "Unknown",
+    "parse_line",
+    "parse_pane_rows",
+    "parse_pane_state",
+    "unescape_output",
+]
+
+SEPARATOR = "\x1f"
+
+_LIST_FIELDS = (
+    "session_id", "session_name", "window_id", "window_index", "window_name", "window_panes",
+    "pane_id", "pane_index", "pane_title", "pane_current_command", "pane_current_path",
+    "pane_width", "pane_height", "pane_dead", "pid", "socket_path",
+)  # fmt: skip
+#: ``list-panes -a -F`` format for :func:`parse_pane_rows`.
+LIST_FORMAT = SEPARATOR.join(f"#{{{name}}}" for name in _LIST_FIELDS)
+
+_STATE_FIELDS = (
+    "cursor_x", "cursor_y", "alternate_on", "cursor_flag", "keypad_cursor_flag", "keypad_flag",
+    "insert_flag", "origin_flag", "wrap_flag", "mouse_standard_flag", "mouse_button_flag",
+    "mouse_all_flag", "mouse_sgr_flag", "mouse_utf8_flag", "scroll_region_upper",
+    "scroll_region_lower", "pane_width", "pane_height", "pane_in_mode", "scroll_position",
+    "history_size",
+)  # fmt: skip
+#: ``display-message -p`` format for :func:`parse_pane_state`.
+PANE_STATE_FORMAT = SEPARATOR.join(f"#{{{name}}}" for name in _STATE_FIELDS)
+
+#: Notifications after which the pane list is read again.
+_RELIST = frozenset(
+    {
+        b"%window-add", b"%window-close", b"%unlinked-window-add", b"%unlinked-window-close",
+        b"%window-renamed", b"%unlinked-window-renamed", b"%layout-change",
+        b"%sessions-changed", b"%session-changed", b"%session-renamed", b"%session-window-changed",
+        b"%window-pane-changed", b"%pane-mode-changed",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """``%output``: bytes a pane's program wrote."""
+
+    pane: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStart:
+    """``%begin``: a command's output follows."""
+
+    number: int
+    ours: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEnd:
+    """``%end`` or ``%error`` for the block with this number."""
+
+    number: int
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutChanged:
+    """Panes were added, removed, renamed or resized."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """``%pause``/``%continue``: output of a pane stopped or resumed for us."""
+
+    pane: str
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    """``%exit``: this control client is detached."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """Anything else (other notifications, or a line inside a command block)."""
+
+    line: bytes
+
+
+Notification = Output | BlockStart | BlockEnd | LayoutChanged | Paused | Exited | Unknown
+
+
+#: tmux escapes bytes below 32 and the backslash itself. Plain ``bytes.replace``
+#: runs at C speed, which matters for a pane printing flat out; the backslash goes
+#: last so that no replacement can create a new escape.
+_ESCAPES = [(b"\\%03o" % code, bytes((code,))) for code in range(32)] + [(b"\\134", b"\\")]
+
+
+def unescape_output(data: bytes) -> bytes:
+    """Undo control mode's ``\\ooo`` escaping."""
+    if b"\\" not in data:
+        return data
+    for escaped, raw in _ESCAPES:
+        if escaped in data:
+            data = data.replace(escaped, raw)
+    return data
+
+
+def parse_line(line: bytes) -> Notification:
+    """Classify one control-mode line (without its newline)."""
+    if not line.startswith(b"%"):
+        return Unknown(line)
+    head, _, rest = line.partition(b" ")
+    if head == b"%output":
+        pane, _, data = rest.partition(b" ")
+        return Output(pane.decode("ascii", "replace"), unescape_output(data))
+    if head in (b"%begin", b"%end", b"%error"):
+        parts = rest.split(b" ")
+        try:
+            number = int(parts[1])
+            flags = int(parts[2]) if len(parts) > 2 else 0
+        except (IndexError, ValueError):
+            return Unknown(line)
+        if head == b"%begin":
+            return BlockStart(number, bool(flags & 1))
+        return BlockEnd(number, head == b"%end")
+    if head in _RELIST:
+        return LayoutChanged(head.decode()[1:])
+    if head in (b"%pause", b"%continue"):
+        return Paused(rest.decode("ascii", "replace").strip(), head == b"%pause")
+    if head == b"%exit":
+        return Exited(rest.decode("utf-8", "replace"))
+    return Unknown(line)
+
+
+@dataclass(frozen=True, slots=True)
+class PaneRow:
+    """One line of ``list-panes -a -F LIST_FORMAT``."""
+
+    session_id: str
+    session_name: str
+    window_id: str
+    window_index: int
+    window_name: str
+    window_panes: int
+    pane_id: str
+    pane_index: int
+    title: str
+    command: str
+    path: str
+    width: int
+    height: int
+    dead: bool
+    server_pid: int
+    socket_path: str
+
+
+def parse_pane_rows(text: str) -> list[PaneRow]:
+    """Parse ``list-panes`` output; malformed lines are skipped."""
+    rows = []
+    for line in text.splitlines():
+        fields = line.split(SEPARATOR)
+        if len(fields) != len(_LIST_FIELDS):
+            continue
+        try:
+            rows.append(
+                PaneRow(
+                    session_id=fields[0],
+                    session_name=fields[1],
+                    window_id=fields[2],
+                    window_index=int(fields[3]),
+                    window_name=fields[4],
+                    window_panes=int(fields[5]),
+                    pane_id=fields[6],
+                    pane_index=int(fields[7]),
+                    title=fields[8],
+                    command=fields[9],
+                    path=fields[10],
+                    width=int(fields[11]),
+                    height=int(fields[12]),
+                    dead=fields[13] == "1",
+                    server_pid=int(fields[14]),
+                    socket_path=fields[15],
+                )
+            )
+        except ValueError:
+            continue
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class PaneState:
+    """Cursor, modes and scroll position of one pane (``display-message``)."""
+
+    cursor_x: int
+    cursor_y: int
+    alternate_on: bool
+    cursor_visible: bool
+    application_cursor: bool
+    application_keypad: bool
+    insert: bool
+    origin: bool
+    wrap: bool
+    mouse_standard: bool
+    mouse_button: bool
+    mouse_all: bool
+    mouse_sgr: bool
+    mouse_utf8: bool
+    scroll_top: int
+    scroll_bottom: int
+    width: int
+    height: int
+    in_mode: bool
+    scroll_position: int
+    history_size: int
+
+    def seed_modes(self) -> bytes:
+        """VT that sets this state's modes, scroll region and cursor on a fresh screen."""
+        out = bytearray()
+
+        def mode(flag: bool, number: int, default: bool = False) -> None:
+            if flag != default:
+                out.extend(b"\x1b[?%d%s" % (number, b"h" if flag else b"l"))
+
+        mode(self.application_cursor, 1)
+        mode(self.wrap, 7, default=True)
+        mode(self.mouse_standard, 1000)
+        mode(self.mouse_button, 1002)
+        mode(self.mouse_all, 1003)
+        mode(self.mouse_utf8, 1005)
+        mode(self.mouse_sgr, 1006)
+        if self.insert:
+            out.extend(b"\x1b[4h")
+        if self.application_keypad:
+            out.extend(b"\x1b=")
+        if (self.scroll_top, self.scroll_bottom) != (0, self.height - 1):
+            out.extend(b"\x1b[%d;%dr" % (self.scroll_top + 1, self.scroll_bottom + 1))
+        mode(self.origin, 6)
+        row = self.cursor_y + 1 - (self.scroll_top if self.origin else 0)
+        out.extend(b"\x1b[%d;%dH" % (row, self.cursor_x + 1))
+        mode(self.cursor_visible, 25, default=True)
+        return bytes(out)
+
+
+def _int(text: str, default: int = 0) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return default
+
+
+def parse_pane_state(text: str) -> PaneState | None:
+    """Parse one ``display-message -p PANE_STATE_FORMAT`` line."""
+    fields = text.strip("\n").split(SEPARATOR)
+    if len(fields) != len(_STATE_FIELDS):
+        return None
+    flag = [f == "1" for f in fields]
+    height = _int(fields[17], 1)
+    return PaneState(
+        cursor_x=_int(fields[0]),
+        cursor_y=_int(fields[1]),
+        alternate_on=flag[2],
+        cursor_visible=flag[3],
+        application_cursor=flag[4],
+        application_keypad=flag[5],
+        insert=flag[6],
+        origin=flag[7],
+        wrap=flag[8],
+        mouse_standard=flag[9],
+        mouse_button=flag[10],
+        mouse_all=flag[11],
+        mouse_sgr=flag[12],
+        mouse_utf8=flag[13],
+        scroll_top=_int(fields[14]),
+        scroll_bottom=_int(fields[15], height - 1),
+        width=_int(fields[16], 1),
+        height=height,
+        in_mode=flag[18],
+        scroll_position=_int(fields[19]),
+        history_size=_int(fields[20]),
+    )

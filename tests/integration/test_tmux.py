@@ -1,0 +1,272 @@
+"""The tmux source against a real tmux server on a private socket, over real TLS."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import MirrorClient, login
+from mirror_host.host.server import Host
+from mirror_host.panes.tmux import TmuxSource
+from mirror_host.terminal import Screen
+from mirror_host.wire import TextFramePacket, VTFramePacket
+from tests.integration.conftest import paired, port_of, running_host
+from tests.integration.mirror_helpers import (
+    frame_containing,
+    frame_text,
+    list_panes,
+    next_frame,
+    settle,
+    subscribe,
+)
+
+pytestmark = [
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+class TmuxServer:
+    """A tmux server on its own socket, started and killed by the test."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.name = f"mh-{uuid.uuid4().hex[:10]}"
+        self.workdir = workdir
+        self.env = {**os.environ, "TERM": "xterm-256color"}
+        self.pid: int | None = None
+
+    def tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.name, *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=self.env,
+            cwd=self.workdir,
+            check=True,
+        )
+        return result.stdout
+
+    def start(self) -> None:
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "work", "-x", "80", "-y", "24",
+                  "-n", "main", "bash --norc --noprofile")  # fmt: skip
+        self.tmux("set-option", "-g", "history-limit", "5000")
+        self.pid = int(self.tmux("display-message", "-p", "#{pid}").strip())
+
+    def stop(self) -> None:
+        try:
+            self.tmux("kill-server")
+        except subprocess.CalledProcessError:
+            pass
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def pane_ids(self) -> list[str]:
+        return self.tmux("list-panes", "-a", "-F", "#{pane_id}").split()
+
+
+@pytest.fixture
+def tmux_server(state_dir: Path) -> Iterator[TmuxServer]:
+    server = TmuxServer(state_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def tmux_host(
+    state_dir: Path, server: TmuxServer
+) -> AsyncIterator[tuple[Host, MirrorClient, TmuxSource]]:
+    source = TmuxSource(socket_name=server.name)
+    async with running_host(state_dir, source) as host:
+        await source.wait_listed()
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            yield host, client, source
+
+
+async def pane_titled(client: MirrorClient, prefix: str, *, timeout: float = 5) -> c.PaneDescriptor:
+    """List until a pane whose title starts with ``prefix`` shows up."""
+    with trio.fail_after(timeout):
+        while True:
+            for pane in (await list_panes(client)).panes:
+                if pane.title.startswith(prefix):
+                    return pane
+            await trio.sleep(0.05)
+
+
+async def test_list_and_titles(state_dir: Path, tmux_server: TmuxServer) -> None:
+    tmux_server.tmux("split-window", "-d", "-t", "work:main", "sleep 60")
+    async with tmux_host(state_dir, tmux_server) as (_, client, _source):
+        panes = (await list_panes(client)).panes
+        titles = sorted(p.title for p in panes)
+        assert titles == ["work · main · bash · Pane 1", "work · main · sleep · Pane 2"]
+        assert all(p.directory == str(state_dir) for p in panes)
+        assert panes[0].project_name == state_dir.name
+        capabilities = (await list_panes(client)).capabilities
+        assert "history" in capabilities and "remote-scroll" in capabilities
+
+
+async def test_vt_and_text_subscriptions_with_input_echo(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    async with tmux_host(state_dir, tmux_server) as (host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(client, pane.id)
+        first = await next_frame(client, sub)
+        assert isinstance(first, VTFramePacket) and (first.columns, first.rows) == (80, 24)
+        await client.send(c.Input(data=b"echo through-$((40+2))\r", subscription_id=sub))
+        await frame_containing(client, sub, "through-42")
+        async with login("127.0.0.1", port_of(host), await paired(host, "Phone")) as phone:
+            text_sub = await subscribe(phone, pane.id, c.Representation.TEXT, c.Intent.TAKEOVER)
+            frame = await frame_containing(phone, text_sub, "through-42")
+            assert isinstance(frame, TextFramePacket) and (frame.columns, frame.rows) == (80, 24)
+            assert c.Ended(reason=c.EndReason.TAKEN_OVER) in await client.expect_closed()
+
+
+def tmux_truth(server: TmuxServer, target: str) -> tuple[list[str], tuple[int, int], bool]:
+    rows = server.tmux("capture-pane", "-p", "-t", target).split("\n")[:24]
+    x, y, alt = server.tmux(
+        "display-message", "-p", "-t", target, "#{cursor_x} #{cursor_y} #{alternate_on}"
+    ).split()
+    return [r.rstrip() for r in rows], (int(x), int(y)), alt == "1"
+
+
+async def check_replica(
+    client: MirrorClient, sub: uuid.UUID, server: TmuxServer, target: str
+) -> None:
+    await settle(client, sub, quiet=0.6)
+    await client.send(c.Refresh(subscription_id=sub))
+    frame = await next_frame(client, sub)
+    assert isinstance(frame, VTFramePacket)
+    replica = Screen(frame.columns, frame.rows)
+    replica.feed(b"\x1bc" + frame.data)
+    rows, cursor, alternate = tmux_truth(server, target)
+    got = [r.rstrip() for r in replica.active_text().split("\n")]
+    got += [""] * (len(rows) - len(got))
+    assert got[: len(rows)] == rows
+    assert replica.cursor == cursor
+    assert replica.on_alternate_screen == alternate
+
+
+@pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
+async def test_full_screen_program_streamed_and_seeded(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    sample = state_dir / "sample.txt"
+    sample.write_text("".join(f"line {i} of the sample\n" for i in range(60)))
+    target = tmux_server.pane_ids()[0]
+    async with tmux_host(state_dir, tmux_server) as (host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(client, pane.id)
+        await next_frame(client, sub)
+        # Streamed: vim starts while we watch, every byte arrives by %output.
+        tmux_server.tmux(
+            "send-keys", "-t", target, f"vim -u NONE -N -i NONE -c 'set number' {sample}", "Enter"
+        )
+        await frame_containing(client, sub, "line 10")
+        await check_replica(client, sub, tmux_server, target)
+        await client.aclose()
+        # Seeded: a new subscriber starts from capture-pane + cursor + modes.
+        async with login("127.0.0.1", port_of(host), await paired(host, "Later")) as later:
+            sub2 = await subscribe(later, pane.id, intent=c.Intent.TAKEOVER)
+            await check_replica(later, sub2, tmux_server, target)
+        tmux_server.tmux("send-keys", "-t", target, ":qa!", "Enter")
+
+
+async def test_pane_closing_and_new_window_without_polling(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    async with tmux_host(state_dir, tmux_server) as (host, client, source):
+        tmux_server.tmux("new-window", "-d", "-t", "work", "-n", "extra", "sleep 120")
+        extra = await pane_titled(client, "work · extra")
+        assert extra.title == "work · extra · sleep"
+        async with login("127.0.0.1", port_of(host), await paired(host, "Other")) as other:
+            sub = await subscribe(other, extra.id)
+            await next_frame(other, sub)
+            tmux_server.tmux("kill-window", "-t", "work:extra")
+            assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await other.expect_closed()
+        assert all(p.id != extra.id for p in (await list_panes(client)).panes)
+
+
+async def test_history_and_scroll(state_dir: Path, tmux_server: TmuxServer) -> None:
+    target = tmux_server.pane_ids()[0]
+    tmux_server.tmux("send-keys", "-t", target, "clear; seq 1 500", "Enter")
+    async with tmux_host(state_dir, tmux_server) as (_host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(
+            client, pane.id, include_viewport_text=True, include_scroll_state=True
+        )
+        await frame_containing(client, sub, "500")
+        await client.send(c.History(subscription_id=sub))
+        page = await client.expect(c.HistoryPage)
+        assert isinstance(page, c.HistoryPage)
+        lines = list(page.lines)
+        while page.offset > 0:
+            await client.send(
+                c.History(history_id=page.history_id, offset=page.offset, subscription_id=sub)
+            )
+            page = await client.expect(c.HistoryPage)  # type: ignore[assignment]
+            lines = list(page.lines) + lines
+        assert [line for line in lines if line.isdigit()] == [str(i) for i in range(1, 501)]
+
+        await settle(client, sub)
+        request = uuid.uuid4()
+        await client.send(
+            c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        seen: list[object] = []
+        with trio.fail_after(10):
+            while not any(isinstance(x, c.ScrollResult) for x in seen):
+                item = await client.receive()
+                seen.append(item)
+                if isinstance(item, VTFramePacket):
+                    await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+        viewport = next(x for x in reversed(seen) if isinstance(x, c.Viewport))
+        state = next(x for x in reversed(seen) if isinstance(x, c.ScrollState))
+        assert viewport.text is not None and "480" in viewport.text and "500" not in viewport.text
+        assert state.at_bottom is False and state.at_top is False
+        # Typing leaves copy mode first, so the bytes reach the shell, not copy mode.
+        await client.send(c.Input(data=b"echo back-at-the-prompt\r", subscription_id=sub))
+        frame = await frame_containing(client, sub, "back-at-the-prompt")
+        assert "back-at-the-prompt" in frame_text(frame)
+
+
+async def test_no_server_or_no_tmux_is_reported_and_retried(
+    state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mirror_host")
+    logging.getLogger("mirror_host").propagate = True
+    try:
+        await _absent_servers(state_dir, caplog)
+    finally:
+        logging.getLogger("mirror_host").propagate = False
+
+
+async def _absent_servers(state_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    for source, expected in (
+        (TmuxSource(socket_name=f"mh-absent-{uuid.uuid4().hex[:6]}"), "no tmux server is running"),
+        (TmuxSource(tmux="/nonexistent/tmux"), "tmux is not installed"),
+    ):
+        async with running_host(state_dir, source) as host:
+            await source.wait_listed()
+            credential = await paired(host)
+            async with login("127.0.0.1", port_of(host), credential) as client:
+                assert (await list_panes(client)).panes == ()
+        assert expected in caplog.text
