@@ -88,7 +88,7 @@ async def run(panes: int, flood: bool, seconds: float, text: bool, idle: bool, t
         await measure(args, panes, flood, seconds, text, idle, tmux)
     finally:
         if tmux_name is not None:
-            subprocess.run(["tmux", "-L", tmux_name, "kill-server"], check=False)
+            await trio.run_process(["tmux", "-L", tmux_name, "kill-server"], check=False)
 
 
 async def measure(
@@ -122,9 +122,8 @@ async def measure(
             nursery.cancel_scope.cancel()
         kind = "text-v1" if text else "vt-v1"
         source = "tmux" if tmux else "local"
-        print(
-            f"source={source} panes={panes} flood={flood} representation={kind} frames={len(samples)}"
-        )
+        print(f"source={source} panes={panes} flood={flood} representation={kind}")
+        print(f"frames={len(samples)}")
         print(f"latency ms: p50 {percentile(samples, 50):.1f}  p99 {percentile(samples, 99):.1f}  "
               f"max {max(samples):.1f}")  # fmt: skip
         print(f"host CPU: {100 * cpu / wall:.0f}% of one core")

@@ -193,7 +193,7 @@ async def test_full_screen_program_streamed_and_seeded(
 async def test_pane_closing_and_new_window_without_polling(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
-    async with tmux_host(state_dir, tmux_server) as (host, client, source):
+    async with tmux_host(state_dir, tmux_server) as (host, client, _source):
         tmux_server.tmux("new-window", "-d", "-t", "work", "-n", "extra", "sleep 120")
         extra = await pane_titled(client, "work · extra")
         assert extra.title == "work · extra · sleep"
