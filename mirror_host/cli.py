@@ -142,7 +142,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--source",
         choices=SOURCE_KINDS,
-        help="where panes come from: local (PTYs this host spawns, the default) or tmux",
+        help="where panes come from: local (PTYs this host spawns, the default), herdr or tmux",
     )
     serve.add_argument(
         "--listen",
@@ -170,6 +170,22 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_size_arg,
         metavar="COLSxROWS",
         help="grid of each local pane (default 120x40)",
+    )
+    herdr = serve.add_argument_group("--source herdr")
+    herdr.add_argument(
+        "--herdr-socket",
+        metavar="PATH",
+        help="Herdr's API socket (default: $HERDR_SOCKET_PATH, the --herdr-session socket, "
+        "or ~/.config/herdr/herdr.sock)",
+    )
+    herdr.add_argument(
+        "--herdr-session", metavar="NAME", help="a named Herdr session (like herdr --session NAME)"
+    )
+    herdr.add_argument(
+        "--herdr-bin",
+        metavar="PATH",
+        help="the herdr program used for `terminal session observe` (default: herdr on PATH; "
+        "without it panes are polled every 200 ms)",
     )
     tmux = serve.add_argument_group("--source tmux")
     tmux.add_argument(
@@ -263,6 +279,9 @@ _FLAG_KEYS = {
     "advertise_address": "server.advertise_address",
     "local_command": "local.commands",
     "local_size": "local.size",
+    "herdr_socket": "herdr.socket",
+    "herdr_session": "herdr.session",
+    "herdr_bin": "herdr.bin",
     "tmux_socket": "tmux.socket_name",
     "tmux_socket_path": "tmux.socket_path",
 }

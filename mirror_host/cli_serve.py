@@ -39,6 +39,16 @@ def build_source(config: Config) -> PaneSource:
         return LocalSource(
             config.local.commands, columns=config.local.columns, rows=config.local.rows
         )
+    if kind == "herdr":
+        import os
+
+        from mirror_host.panes.herdr.protocol import resolve_socket_path
+        from mirror_host.panes.herdr.source import HerdrSource
+
+        socket_path = resolve_socket_path(
+            config.herdr.socket, os.environ, session=config.herdr.session
+        )
+        return HerdrSource(socket_path, herdr_bin=config.herdr.bin)
     if kind == "tmux":
         from mirror_host.panes.tmux import TmuxSource
 

@@ -39,7 +39,7 @@ __all__ = [
     "parse_size",
 ]
 
-SOURCE_KINDS = ("local", "tmux")
+SOURCE_KINDS = ("local", "herdr", "tmux")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 

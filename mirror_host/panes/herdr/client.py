@@ -1,0 +1,153 @@
+"""A Trio client for Herdr's socket API. I/O.
+
+One request per connection (Herdr closes after one reply), string ids, and a
+line limit large enough for a 1000-row ANSI read. ``subscribe`` keeps its
+connection open and yields pushed events until Herdr closes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.herdr.protocol import decode_reply, encode_request
+
+__all__ = ["MAX_LINE_BYTES", "HerdrClient"]
+
+logger = logging.getLogger(__name__)
+
+#: A 1000-row ANSI read of a wide pane can reach several MiB.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+_TIMEOUT_SECONDS = 15.0
+
+
+class HerdrClient:
+    """Calls on one Herdr socket; counts requests for the benchmarks."""
+
+    def __init__(self, socket_path: Path, *, timeout: float = _TIMEOUT_SECONDS) -> None:
+        self.socket_path = socket_path
+        self.timeout = timeout
+        self.requests = 0
+        self._ids = itertools.count(1)
+
+    def _next_id(self) -> str:
+        return f"mh-{next(self._ids)}"
+
+    async def _connect(self) -> trio.SocketStream:
+        try:
+            return await trio.open_unix_socket(str(self.socket_path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise PaneSourceUnavailable(
+                f"Herdr is not running: nothing listens on {self.socket_path} "
+                "(start Herdr, or point --herdr-socket / HERDR_SOCKET_PATH at its socket)"
+            ) from exc
+        except OSError as exc:
+            raise PaneSourceUnavailable(f"cannot reach Herdr at {self.socket_path}: {exc}") from exc
+
+    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One request, one reply.
+
+        Raises:
+            PaneSourceUnavailable: Herdr is not running (or went away mid-call).
+            HerdrError: Herdr answered with an error (typed by code).
+            PaneSourceError: the reply was malformed or too slow.
+        """
+        self.requests += 1
+        with trio.move_on_after(self.timeout) as deadline:
+            stream = await self._connect()
+            async with stream:
+                try:
+                    await stream.send_all(encode_request(self._next_id(), method, params))
+                    line = await _LineReader(stream).next()
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    raise PaneSourceUnavailable(
+                        f"Herdr closed the connection during {method}"
+                    ) from exc
+        if deadline.cancelled_caught:
+            raise PaneSourceError(f"Herdr did not answer {method} within {self.timeout:g} s")
+        if line is None:
+            raise PaneSourceUnavailable(f"Herdr closed the connection without answering {method}")
+        return decode_reply(line, method=method)
+
+    @asynccontextmanager
+    async def subscribe(
+        self, subscriptions: list[dict[str, Any]]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """Open ``events.subscribe``; yield an iterator of pushed event objects.
+
+        Raises:
+            PaneSourceUnavailable / HerdrError: as :meth:`call`, for the ack.
+        """
+        self.requests += 1
+        stream = await self._connect()
+        async with stream:
+            try:
+                await stream.send_all(
+                    encode_request(
+                        self._next_id(), "events.subscribe", {"subscriptions": subscriptions}
+                    )
+                )
+                reader = _LineReader(stream)
+                with trio.fail_after(self.timeout):
+                    line = await reader.next()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+                raise PaneSourceUnavailable("Herdr closed the event subscription") from exc
+            if line is None:
+                raise PaneSourceUnavailable("Herdr closed the event subscription before its ack")
+            decode_reply(line, method="events.subscribe")
+            yield _events(reader)
+
+
+async def _events(reader: _LineReader) -> AsyncIterator[dict[str, Any]]:
+    while True:
+        try:
+            line = await reader.next()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+        if line is None:
+            return
+        try:
+            event = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            logger.debug("ignoring an undecodable Herdr event line")
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+class _LineReader:
+    """Newline-delimited lines from one stream, bounded by :data:`MAX_LINE_BYTES`."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+
+    async def next(self) -> bytes | None:
+        """The next line without its newline; ``None`` at end of stream.
+
+        Raises:
+            PaneSourceError: a line longer than the limit.
+        """
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line
+            chunk = await self._stream.receive_some(1 << 20)
+            if not chunk:
+                if self._buffer:
+                    line, self._buffer = bytes(self._buffer), bytearray()
+                    return line
+                return None
+            self._buffer += chunk
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise PaneSourceError(f"Herdr sent a line longer than {MAX_LINE_BYTES} bytes")

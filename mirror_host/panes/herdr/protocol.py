@@ -1,0 +1,400 @@
+"""Herdr's socket API as values: requests, replies, errors, pane records, labels. Pure.
+
+Herdr (docs/operations.md, "Running beside Herdr") answers newline-delimited
+JSON on a Unix socket, one request per connection. This module builds request
+lines, reads replies tolerantly (unknown fields and result types are ignored),
+maps error replies to typed exceptions, and turns a session snapshot into the
+pane list the host shows: stable ids derived from ``terminal_id``, titles
+``workspace · tab · agent-or-Shell[ · Pane N]``, and grid sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.model import PaneInfo, ScrollBounds
+
+__all__ = [
+    "HerdrError",
+    "HerdrPane",
+    "HerdrPaneNotFound",
+    "HerdrUnknownMethod",
+    "Snapshot",
+    "Tab",
+    "Workspace",
+    "decode_reply",
+    "encode_request",
+    "frame_from_rows",
+    "grid_size",
+    "pane_labels",
+    "pane_uuid",
+    "parse_snapshot",
+    "resolve_socket_path",
+    "scroll_bounds",
+    "strip_escapes",
+]
+
+_PANE_NAMESPACE = uuid.UUID("3f1b0f6e-8f0a-4e63-9a54-6b8c1d0f2a77")
+_UNKNOWN_VARIANT = re.compile(r"unknown variant `([^`]+)`")
+# CSI, OSC (BEL or ST terminated), and other two-byte escapes.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+class HerdrError(PaneSourceError):
+    """Herdr answered with an error object."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"herdr {code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class HerdrPaneNotFound(HerdrError, PaneNotFound):
+    """``pane_not_found`` (and the other not-found codes for panes)."""
+
+
+class HerdrUnknownMethod(HerdrError):
+    """``invalid_request: unknown variant `<method>``` : this server lacks the method."""
+
+
+def encode_request(request_id: str, method: str, params: Mapping[str, Any] | None = None) -> bytes:
+    """One request line (ids are strings; ``params`` is always present)."""
+    return (
+        json.dumps({"id": request_id, "method": method, "params": dict(params or {})}).encode()
+        + b"\n"
+    )
+
+
+def decode_reply(line: bytes, *, method: str) -> dict[str, Any]:
+    """The ``result`` object of a reply line.
+
+    Raises:
+        HerdrUnknownMethod: the server does not know ``method``.
+        HerdrPaneNotFound: the pane is gone.
+        HerdrError: any other error reply.
+        PaneSourceError: the line is not a reply at all.
+    """
+    try:
+        reply = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PaneSourceError(f"herdr sent something that is not JSON ({exc})") from exc
+    if not isinstance(reply, dict):
+        raise PaneSourceError("herdr sent a reply that is not an object")
+    error = reply.get("error")
+    if isinstance(error, dict):
+        code = str(error.get("code", "unknown"))
+        message = str(error.get("message", ""))
+        variant = _UNKNOWN_VARIANT.search(message)
+        if code == "invalid_request" and variant and variant.group(1) == method:
+            raise HerdrUnknownMethod(code, message)
+        if code in ("pane_not_found", "agent_pane_not_found", "target_pane_not_found"):
+            raise HerdrPaneNotFound(code, message)
+        raise HerdrError(code, message)
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise PaneSourceError("herdr sent a reply without a result")
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A Herdr workspace (the unit Prowl calls a worktree)."""
+
+    id: str
+    label: str
+    number: int = 0
+    focused: bool = False
+    cwd: str | None = None
+    repo_root: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tab:
+    """A tab of a workspace, in Herdr's array order."""
+
+    id: str
+    workspace_id: str
+    label: str
+    number: int = 0
+    focused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HerdrPane:
+    """The fields of ``PaneInfo`` the host uses."""
+
+    pane_id: str
+    terminal_id: str
+    workspace_id: str
+    tab_id: str
+    focused: bool
+    agent_status: str
+    cwd: str | None = None
+    agent: str | None = None
+    label: str | None = None
+    offset_from_bottom: int | None = None
+    max_offset_from_bottom: int | None = None
+    viewport_rows: int | None = None
+
+    @property
+    def uuid(self) -> UUID:
+        """Stable across host restarts and pane moves: derived from ``terminal_id``."""
+        return pane_uuid(self.terminal_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything discovery learns in one pass."""
+
+    workspaces: tuple[Workspace, ...]
+    tabs: tuple[Tab, ...]
+    panes: tuple[HerdrPane, ...]
+    #: pane_id → (width, height) of its outer rect, and whether its tab is split.
+    rects: dict[str, tuple[int, int, bool]] = field(default_factory=dict)
+    protocol: int | None = None
+
+
+def pane_uuid(terminal_id: str) -> UUID:
+    """The UUID Prowl clients see for a Herdr terminal."""
+    return uuid.uuid5(_PANE_NAMESPACE, terminal_id)
+
+
+def _text(record: Mapping[str, Any], key: str, default: str = "") -> str:
+    value = record.get(key)
+    return value if isinstance(value, str) else default
+
+
+def _opt_text(record: Mapping[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _int(record: Mapping[str, Any], key: str) -> int | None:
+    value = record.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_workspace(record: Mapping[str, Any]) -> Workspace | None:
+    """A workspace record (``None`` if it lacks an id)."""
+    workspace_id = _text(record, "workspace_id")
+    if not workspace_id:
+        return None
+    worktree = record.get("worktree")
+    root = None
+    if isinstance(worktree, Mapping):
+        root = _opt_text(worktree, "checkout_path") or _opt_text(worktree, "repo_root")
+    return Workspace(
+        id=workspace_id,
+        label=_text(record, "label", workspace_id),
+        number=_int(record, "number") or 0,
+        focused=record.get("focused") is True,
+        cwd=_opt_text(record, "cwd"),
+        repo_root=root,
+    )
+
+
+def parse_tab(record: Mapping[str, Any]) -> Tab | None:
+    """A tab record (``None`` if it lacks ids)."""
+    tab_id, workspace_id = _text(record, "tab_id"), _text(record, "workspace_id")
+    if not tab_id or not workspace_id:
+        return None
+    number = _int(record, "number") or 0
+    return Tab(
+        id=tab_id,
+        workspace_id=workspace_id,
+        label=_text(record, "label", str(number)),
+        number=number,
+        focused=record.get("focused") is True,
+    )
+
+
+def parse_pane(record: Mapping[str, Any]) -> HerdrPane | None:
+    """A ``PaneInfo`` record (``None`` if it lacks the required ids)."""
+    pane_id, terminal_id = _text(record, "pane_id"), _text(record, "terminal_id")
+    workspace_id, tab_id = _text(record, "workspace_id"), _text(record, "tab_id")
+    if not (pane_id and terminal_id and workspace_id and tab_id):
+        return None
+    scroll = record.get("scroll")
+    scroll = scroll if isinstance(scroll, Mapping) else {}
+    return HerdrPane(
+        pane_id=pane_id,
+        terminal_id=terminal_id,
+        workspace_id=workspace_id,
+        tab_id=tab_id,
+        focused=record.get("focused") is True,
+        agent_status=_text(record, "agent_status", "unknown"),
+        cwd=_opt_text(record, "cwd") or _opt_text(record, "foreground_cwd"),
+        agent=_opt_text(record, "agent"),
+        label=_opt_text(record, "label"),
+        offset_from_bottom=_int(scroll, "offset_from_bottom"),
+        max_offset_from_bottom=_int(scroll, "max_offset_from_bottom"),
+        viewport_rows=_int(scroll, "viewport_rows"),
+    )
+
+
+def _records(value: object) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _rects(layouts: object) -> dict[str, tuple[int, int, bool]]:
+    rects: dict[str, tuple[int, int, bool]] = {}
+    for layout in _records(layouts):
+        panes = _records(layout.get("panes"))
+        for entry in panes:
+            rect = entry.get("rect")
+            pane_id = entry.get("pane_id")
+            if not isinstance(rect, Mapping) or not isinstance(pane_id, str):
+                continue
+            width, height = _int(rect, "width"), _int(rect, "height")
+            if width and height:
+                rects[pane_id] = (width, height, len(panes) > 1)
+    return rects
+
+
+def parse_snapshot(
+    *,
+    workspaces: object,
+    tabs: object,
+    panes: object,
+    layouts: object = None,
+    protocol: int | None = None,
+) -> Snapshot:
+    """Build a :class:`Snapshot` from ``session.snapshot`` arrays (or the list trio)."""
+    return Snapshot(
+        workspaces=tuple(w for w in map(parse_workspace, _records(workspaces)) if w),
+        tabs=tuple(t for t in map(parse_tab, _records(tabs)) if t),
+        panes=tuple(p for p in map(parse_pane, _records(panes)) if p),
+        rects=_rects(layouts),
+        protocol=protocol,
+    )
+
+
+def _agent_name(agent: str) -> str:
+    return agent[:1].upper() + agent[1:]
+
+
+def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
+    """Pane descriptions in workspace → tab → pane order (Herdr's array order)."""
+    workspaces = {w.id: w for w in snapshot.workspaces}
+    tab_order = {t.id: i for i, t in enumerate(snapshot.tabs)}
+    tabs = {t.id: t for t in snapshot.tabs}
+    workspace_order = {w.id: i for i, w in enumerate(snapshot.workspaces)}
+    per_tab: dict[str, list[HerdrPane]] = {}
+    for pane in snapshot.panes:
+        per_tab.setdefault(pane.tab_id, []).append(pane)
+    ordered = sorted(
+        snapshot.panes,
+        key=lambda p: (
+            workspace_order.get(p.workspace_id, 1 << 30),
+            tab_order.get(p.tab_id, 1 << 30),
+        ),
+    )
+    result = []
+    for pane in ordered:
+        workspace = workspaces.get(pane.workspace_id)
+        tab = tabs.get(pane.tab_id)
+        workspace_label = workspace.label if workspace else pane.workspace_id
+        terminal = _agent_name(pane.agent) if pane.agent else "Shell"
+        parts = [tab.label if tab else pane.tab_id, terminal]
+        siblings = per_tab.get(pane.tab_id, [])
+        if len(siblings) > 1:
+            parts.append(f"Pane {siblings.index(pane) + 1}")
+        directory = pane.cwd or (workspace.cwd if workspace else None) or ""
+        project = workspace_label or (Path(directory).name if directory else None)
+        result.append(
+            (
+                pane,
+                PaneInfo(
+                    id=pane.uuid,
+                    title=" · ".join([workspace_label, *parts]),
+                    directory=directory,
+                    project_name=project or None,
+                    subtitle=" · ".join(parts),
+                ),
+            )
+        )
+    return result
+
+
+def strip_escapes(text: str) -> str:
+    """Text without SGR or any other escape sequence."""
+    return _ESCAPES.sub("", text)
+
+
+def _display_width(text: str) -> int:
+    width = 0
+    for ch in strip_escapes(text):
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def grid_size(
+    pane: HerdrPane, snapshot: Snapshot, rows_text: list[str] | None = None
+) -> tuple[int, int]:
+    """Best estimate of a pane's grid: rows from ``scroll.viewport_rows``, columns
+    from its layout rect (minus the border of a split tab), never narrower than
+    the widest row actually read.
+    """
+    rect = snapshot.rects.get(pane.pane_id)
+    columns = 0
+    rows = pane.viewport_rows or 0
+    if rect is not None:
+        width, height, split = rect
+        columns = width - 2 if split else width
+        if not rows:
+            rows = height - 2 if split else height
+    if rows_text:
+        columns = max(columns, *(_display_width(r) for r in rows_text))
+        rows = max(rows, len(rows_text))
+    return max(1, min(columns or 80, 1000)), max(1, min(rows or 24, 1000))
+
+
+def frame_from_rows(rows_text: list[str]) -> bytes:
+    """VT bytes that draw ``pane.read format=ansi`` rows on a cleared screen.
+
+    Herdr trims trailing blank rows and spaces, so each row is placed with an
+    explicit cursor move; rows beyond the text stay blank.
+    """
+    out = bytearray(b"\x1b[H\x1b[2J")
+    for index, row in enumerate(rows_text):
+        out += b"\x1b[%d;1H\x1b[0m" % (index + 1) + row.encode("utf-8", "replace")
+    out += b"\x1b[0m\x1b[1;1H"
+    return bytes(out)
+
+
+def scroll_bounds(pane: HerdrPane) -> ScrollBounds:
+    """Bounds from ``PaneInfo.scroll``; unknown when there is no scrollback at all
+    (a full-screen program, or nothing printed yet)."""
+    offset, maximum = pane.offset_from_bottom, pane.max_offset_from_bottom
+    if offset is None or not maximum:
+        return ScrollBounds()
+    return ScrollBounds(at_top=offset >= maximum, at_bottom=offset == 0)
+
+
+def resolve_socket_path(
+    explicit: str | None, environ: Mapping[str, str], *, session: str | None = None
+) -> Path:
+    """Herdr's own order: ``--herdr-socket``, ``HERDR_SOCKET_PATH``, a named session
+    (``--herdr-session`` or ``HERDR_SESSION``), then the default path."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if environ.get("HERDR_SOCKET_PATH"):
+        return Path(environ["HERDR_SOCKET_PATH"]).expanduser()
+    base = Path(environ.get("XDG_CONFIG_HOME") or Path(environ.get("HOME", "~")) / ".config")
+    name = session or environ.get("HERDR_SESSION")
+    if name:
+        return (base / "herdr" / "sessions" / name / "herdr.sock").expanduser()
+    return (base / "herdr" / "herdr.sock").expanduser()
