@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -16,6 +17,7 @@ from mirror_host.cli_admin import show_ticket
 from mirror_host.config import Config
 from mirror_host.errors import ConfigError, StoreError
 from mirror_host.host.admin import AdminSocketBusy
+from mirror_host.host.hub import CommandHandler
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
 from mirror_host.logs import configure_logging
@@ -26,8 +28,8 @@ __all__ = ["build_source", "serve"]
 logger = logging.getLogger("mirror_host.serve")
 
 
-def build_source(config: Config) -> PaneSource:
-    """The pane source ``config.source.kind`` names.
+def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
+    """The pane source ``config.source.kind`` names, and its command service if any.
 
     Raises:
         ConfigError: the source cannot be built from these settings.
@@ -36,30 +38,33 @@ def build_source(config: Config) -> PaneSource:
     if kind == "local":
         from mirror_host.panes.local import LocalSource
 
-        return LocalSource(
+        source = LocalSource(
             config.local.commands, columns=config.local.columns, rows=config.local.rows
         )
+        return source, None
     if kind == "herdr":
-        import os
-
+        from mirror_host.commands.herdr import HerdrCommands
+        from mirror_host.commands.service import CommandService
         from mirror_host.panes.herdr.protocol import resolve_socket_path
         from mirror_host.panes.herdr.source import HerdrSource
 
         socket_path = resolve_socket_path(
             config.herdr.socket, os.environ, session=config.herdr.session
         )
-        return HerdrSource(socket_path, herdr_bin=config.herdr.bin)
+        herdr = HerdrSource(socket_path, herdr_bin=config.herdr.bin)
+        return herdr, CommandService(HerdrCommands(herdr, profiles=config.profiles))
     if kind == "tmux":
         from mirror_host.panes.tmux import TmuxSource
 
-        return TmuxSource(socket_name=config.tmux.socket_name, socket_path=config.tmux.socket_path)
+        tmux = TmuxSource(socket_name=config.tmux.socket_name, socket_path=config.tmux.socket_path)
+        return tmux, None
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 
 def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Run the host until interrupted; return the exit status."""
     configure_logging(config.log.level, config.log.format)
-    source = build_source(config)
+    source, commands = build_source(config)
 
     def show(ticket: PairingTicket) -> None:
         if not out.isatty():
@@ -77,7 +82,7 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.flush()
 
     try:
-        trio.run(_main, config, source, args.pair, show)
+        trio.run(_main, config, source, commands, args.pair, show)
     except StoreError as exc:
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
@@ -100,6 +105,10 @@ def _payload_dict(ticket: PairingTicket) -> object:
 
 
 async def _main(
-    config: Config, source: PaneSource, pair: bool, show: Callable[[PairingTicket], None]
+    config: Config,
+    source: PaneSource,
+    commands: CommandHandler | None,
+    pair: bool,
+    show: Callable[[PairingTicket], None],
 ) -> None:
-    await run_host(config, source, open_pairing=pair, show_pairing=show)
+    await run_host(config, source, commands=commands, open_pairing=pair, show_pairing=show)

@@ -75,7 +75,13 @@ MIN_FRAME_SECONDS = 0.016
 class CommandHandler:
     """The remote-command service seam; the default refuses everything."""
 
-    capabilities: tuple[str, ...] = ()
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Command capabilities to advertise (none by default)."""
+        return ()
+
+    async def run(self) -> None:
+        """Background work; the default has none."""
 
     async def handle(self, connection: Connection, event: CommandRequested) -> None:
         """Answer one command (default: not allowed)."""
@@ -164,6 +170,7 @@ class Hub:
             self._nursery = nursery
             self._ready.set()
             nursery.start_soon(self.source.run)
+            nursery.start_soon(self.commands.run)
             await trio.sleep_forever()
 
     def status(self) -> dict[str, Any]:

@@ -1,0 +1,472 @@
+"""Remote commands carried out on Herdr (docs/operations.md, "Commands on Herdr"). I/O.
+
+* ``list``: the ``prowl.cli.list.v1`` catalogue built from the session snapshot
+  (workspace → tab → pane, Herdr's array order) plus ``data.worktrees``.
+* ``profiles``: the ``[profiles]`` table of the config file, or by default the
+  agents Herdr can start that are installed on ``PATH``.
+* ``create``: ``tab.create`` in the chosen workspace, then (with a profile)
+  ``agent.start`` and, once the agent is ready, its first prompt. Never
+  arbitrary shell input.
+* ``agentsInput`` / ``agentsDispatch``: the phone's reply box. Refused while
+  Herdr reports the agent ``blocked`` (a dialog would swallow the text and Enter
+  would answer it) or when no agent runs there. Delivered with ``agent.prompt``
+  (bracketed text, then Enter) where the server has it; on older servers with
+  ``pane.send_input`` followed by Enter only after the text is seen in the pane.
+  Success means every byte and the Enter were handed to Herdr; anything less is
+  ``SEND_FAILED`` saying how far it got, and nothing is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import trio
+
+from mirror_host.commands.responses import (
+    NO_LONGER_OWNS,
+    cli_error,
+    cli_success,
+    grapheme_count,
+    rejected,
+)
+from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
+from mirror_host.control.swiftjson import JSONValue
+from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.herdr.protocol import (
+    HerdrError,
+    HerdrPane,
+    HerdrUnknownMethod,
+    Snapshot,
+    Tab,
+    Workspace,
+    parse_pane,
+    parse_tab,
+)
+from mirror_host.panes.herdr.source import HerdrSource
+
+__all__ = ["DEFAULT_AGENTS", "HerdrCommands", "default_profiles"]
+
+logger = logging.getLogger(__name__)
+
+#: Agents Herdr can start (``agent.start`` kinds), with the names people know them by.
+DEFAULT_AGENTS = (
+    ("claude", "Claude Code"),
+    ("codex", "Codex"),
+    ("opencode", "OpenCode"),
+    ("gemini", "Gemini CLI"),
+    ("pi", "Pi"),
+    ("amp", "Amp"),
+)
+_START_RETRY_SECONDS = 2.0
+_READY_SECONDS = 30.0
+_ECHO_SECONDS = 2.0
+_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retrying."
+
+
+def default_profiles() -> tuple[Profile, ...]:
+    """One profile per supported agent installed on ``PATH``."""
+    return tuple(
+        Profile(id=kind, name=name, agent=kind)
+        for kind, name in DEFAULT_AGENTS
+        if shutil.which(kind)
+    )
+
+
+def _git_root(path: str | None) -> str | None:
+    if not path:
+        return None
+    current = Path(path)
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return None
+
+
+class HerdrCommands:
+    """The command backend for a :class:`HerdrSource`."""
+
+    def __init__(self, source: HerdrSource, *, profiles: tuple[Profile, ...] | None = None) -> None:
+        self.source = source
+        self.client = source.client
+        self.profiles_table = profiles if profiles is not None else default_profiles()
+        self._has_tab_create = False
+        self._has_agent_start = False
+        self._has_agent_prompt: bool | None = None
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Only what really works on this server and this machine."""
+        capabilities = []
+        available = any(shutil.which(p.agent) for p in self.profiles_table)
+        if self._has_tab_create and self._has_agent_start and available:
+            capabilities.append("launch-profile")
+        if self._has_tab_create:
+            capabilities.append("launch-shell")
+        capabilities += ["agents-dispatch", "agent-input"]
+        return tuple(capabilities)
+
+    async def run(self) -> None:
+        """Learn which methods the server has (by the ``unknown variant`` error)."""
+        await self.source.wait_listed()
+        while True:
+            try:
+                self._has_tab_create = await self._knows(
+                    "tab.create", {"workspace_id": "mirror-host-probe"}
+                )
+                self._has_agent_start = await self._knows(
+                    "agent.start",
+                    {"name": "mirror-host-probe", "kind": "claude", "pane_id": "mirror-host-probe"},
+                )
+                return
+            except PaneSourceUnavailable:
+                await trio.sleep(2.0)
+
+    async def _knows(self, method: str, params: dict[str, Any]) -> bool:
+        try:
+            await self.client.call(method, params)
+        except HerdrUnknownMethod:
+            return False
+        except HerdrError:
+            return True
+        return True
+
+    # ------------------------------------------------------------ catalogue
+
+    def _snapshot(self) -> Snapshot | None:
+        return self.source.snapshot
+
+    @staticmethod
+    def _worktree(workspace: Workspace, panes: list[HerdrPane]) -> dict[str, JSONValue]:
+        path = workspace.cwd or next((p.cwd for p in panes if p.cwd), None) or ""
+        root = workspace.repo_root or _git_root(path)
+        return {
+            "id": workspace.id,
+            "name": workspace.label,
+            "path": path,
+            "root_path": root or path,
+            "kind": "git" if root else "plain",
+        }
+
+    @staticmethod
+    def _tab(tab: Tab) -> dict[str, JSONValue]:
+        return {"id": tab.id, "title": tab.label, "selected": tab.focused}
+
+    @staticmethod
+    def _pane(pane: HerdrPane) -> dict[str, JSONValue]:
+        record: dict[str, JSONValue] = {
+            "id": str(pane.uuid).upper(),
+            "title": pane.label
+            or (pane.agent[:1].upper() + pane.agent[1:] if pane.agent else "Shell"),
+        }
+        if pane.cwd:
+            record["cwd"] = pane.cwd
+        record["focused"] = pane.focused
+        if pane.agent:
+            record["agent"] = pane.agent
+        return record
+
+    async def list(self) -> JSONValue:
+        """``prowl.cli.list.v1`` from a fresh snapshot."""
+        try:
+            await self.source.poll()
+        except PaneSourceError as exc:
+            return cli_error("list", "LIST_FAILED", f"Failed to list panes ({exc}).")
+        snapshot = self._snapshot()
+        assert snapshot is not None
+        tabs = {t.id: t for t in snapshot.tabs}
+        by_workspace: dict[str, list[HerdrPane]] = {}
+        for pane in snapshot.panes:
+            by_workspace.setdefault(pane.workspace_id, []).append(pane)
+        worktrees = {
+            w.id: self._worktree(w, by_workspace.get(w.id, [])) for w in snapshot.workspaces
+        }
+        tab_order = {t.id: i for i, t in enumerate(snapshot.tabs)}
+        items: list[JSONValue] = []
+        for workspace in snapshot.workspaces:
+            panes = sorted(
+                by_workspace.get(workspace.id, []), key=lambda p: tab_order.get(p.tab_id, 1 << 30)
+            )
+            for pane in panes:
+                tab = tabs.get(pane.tab_id)
+                if tab is None:
+                    continue
+                items.append(
+                    {
+                        "worktree": worktrees[workspace.id],
+                        "tab": self._tab(tab),
+                        "pane": self._pane(pane),
+                        "task": {"status": "running" if pane.agent_status == "working" else "idle"},
+                    }
+                )
+        return cli_success(
+            "list",
+            {"count": len(items), "items": items, "worktrees": list(worktrees.values())},
+        )
+
+    async def profiles(self) -> JSONValue:
+        """The profile catalogue with availability on this machine."""
+        entries: list[JSONValue] = []
+        for profile in self.profiles_table:
+            availability: dict[str, JSONValue] = {"status": "available"}
+            if not shutil.which(profile.agent):
+                availability = {
+                    "status": "unavailable",
+                    "reason": f"{profile.name} is not on your shell's PATH",
+                }
+            entries.append(
+                {
+                    "id": profile.id,
+                    "name": profile.name,
+                    "enabled": True,
+                    "runtime": profile.agent,
+                    "availability": availability,
+                }
+            )
+        return cli_success("profiles", {"count": len(entries), "profiles": entries})
+
+    # ------------------------------------------------------------ create
+
+    def _find_profile(self, wanted: str) -> Profile | None:
+        for profile in self.profiles_table:
+            if profile.id == wanted:
+                return profile
+        return next((p for p in self.profiles_table if p.name == wanted), None)
+
+    async def create(self, command: CreateCommand) -> JSONValue:
+        """A background tab with a shell, or with the profile's agent and first prompt."""
+        snapshot = self._snapshot()
+        workspace = (
+            next((w for w in snapshot.workspaces if w.id == command.worktree_id), None)
+            if snapshot
+            else None
+        )
+        if workspace is None:
+            return cli_error(
+                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
+            )
+        profile = None
+        if command.launch is not None:
+            profile = self._find_profile(command.launch.profile)
+            if profile is None or not shutil.which(profile.agent):
+                return cli_error(
+                    "create",
+                    "PROFILE_NOT_FOUND",
+                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
+                )
+        try:
+            params: dict[str, Any] = {"workspace_id": workspace.id, "focus": False}
+            if workspace.cwd:
+                params["cwd"] = workspace.cwd
+            created = await self.client.call("tab.create", params)
+            root = created.get("root_pane")
+            pane = parse_pane(root) if isinstance(root, dict) else None
+            tab_record = created.get("tab")
+            tab = parse_tab(tab_record) if isinstance(tab_record, dict) else None
+            if pane is None or tab is None:
+                return cli_error("create", "CREATE_FAILED", "Herdr did not describe the new tab.")
+            launch: dict[str, JSONValue] | None = None
+            if profile is not None and command.launch is not None:
+                name = await self._start_agent(profile, pane)
+                if command.launch.prompt:
+                    await self.client.call(
+                        "agent.prompt", {"target": name, "text": command.launch.prompt}
+                    )
+                launch = {
+                    "profile_id": profile.id,
+                    "profile_name": profile.name,
+                    "agent": profile.agent,
+                }
+        except (HerdrError, PaneSourceError) as exc:
+            return cli_error("create", "CREATE_FAILED", f"Could not create the tab: {exc}")
+        try:
+            await self.source.poll()
+        except PaneSourceError:
+            pass
+        data: dict[str, JSONValue] = {
+            "resource": "tab",
+            "target": {
+                "worktree": self._worktree(workspace, [pane]),
+                "tab": self._tab(tab),
+                "pane": {
+                    k: v
+                    for k, v in self._pane(pane).items()
+                    if k in ("id", "title", "cwd", "focused")
+                },
+            },
+        }
+        if launch is not None:
+            data["launch"] = launch
+        return cli_success("create", data)
+
+    async def _start_agent(self, profile: Profile, pane: HerdrPane) -> str:
+        name = (
+            f"{re.sub('[^a-z0-9_-]', '', profile.agent.lower()) or 'agent'}-{secrets.token_hex(3)}"
+        )
+        if not name[0].isalpha():
+            name = "a" + name
+        params: dict[str, Any] = {"name": name[:32], "kind": profile.agent, "pane_id": pane.pane_id}
+        if profile.args:
+            params["args"] = list(profile.args)
+        deadline = trio.current_time() + _START_RETRY_SECONDS
+        while True:
+            try:
+                await self.client.call("agent.start", params)
+                break
+            except HerdrError as exc:
+                # A fresh shell is briefly "busy" while it starts (research notes §4.2).
+                if exc.code != "agent_pane_busy" or trio.current_time() > deadline:
+                    raise
+                await trio.sleep(0.1)
+        with trio.move_on_after(_READY_SECONDS):
+            while True:
+                info = await self.client.call("agent.get", {"target": params["name"]})
+                agent = info.get("agent")
+                agent = agent if isinstance(agent, dict) else {}
+                status = agent.get("agent_status")
+                if status == "blocked":
+                    raise HerdrError("agent_not_ready", "the agent is blocked during startup")
+                if status in ("idle", "done") and agent.get("interactive_ready", True) is True:
+                    return str(params["name"])
+                await trio.sleep(0.1)
+        raise HerdrError("timeout", "timed out waiting for agent startup")
+
+    # ------------------------------------------------------------ agent input
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Deliver ``prompt`` to the agent in the pane, the safe way (module docstring)."""
+        command = "agentsDispatch" if dispatch else "agentsInput"
+        if not prompt.strip():
+            return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
+        try:
+            record = self.source.pane_record(pane_id)
+            fresh = await self._fresh(record)
+        except PaneNotFound:
+            return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
+        except PaneSourceError as exc:
+            return cli_error(
+                command, "SEND_FAILED", f"Herdr could not be asked about the pane ({exc})."
+            )
+        if not fresh.agent:
+            return cli_error(
+                command, "AGENT_NOT_FOUND", "No agent is running in the selected pane."
+            )
+        if fresh.agent_status == "blocked":
+            return cli_error(
+                command,
+                "DISPATCH_TARGET_BUSY",
+                "The pane's agent is waiting for an answer on Host; "
+                "the text would go to its dialog.",
+            )
+        if not authorized():
+            return rejected(NO_LONGER_OWNS)
+        data: dict[str, JSONValue] = {
+            "input": {
+                "source": "argument",
+                "characters": grapheme_count(prompt),
+                "bytes": len(prompt.encode("utf-8")),
+                "trailing_enter_sent": True,
+            }
+        }
+        if self._has_agent_prompt is not False:
+            outcome = await self._prompt(command, fresh, prompt)
+            if outcome is None:
+                return cli_success(command, data)
+            if outcome != "unknown-method":
+                return outcome
+        return await self._send_and_confirm(command, fresh, prompt, data, authorized)
+
+    async def _fresh(self, record: HerdrPane) -> HerdrPane:
+        try:
+            result = await self.client.call("pane.get", {"pane_id": record.pane_id})
+        except HerdrUnknownMethod:
+            return record
+        pane = result.get("pane")
+        parsed = parse_pane(pane) if isinstance(pane, dict) else None
+        return parsed or record
+
+    async def _prompt(self, command: str, pane: HerdrPane, prompt: str) -> JSONValue | str | None:
+        """``agent.prompt``: ``None`` on success, a result on failure, or ``"unknown-method"``."""
+        try:
+            await self.client.call("agent.prompt", {"target": pane.pane_id, "text": prompt})
+            self._has_agent_prompt = True
+            return None
+        except HerdrUnknownMethod:
+            self._has_agent_prompt = False
+            return "unknown-method"
+        except HerdrError as exc:
+            if exc.code == "agent_blocked":
+                return cli_error(
+                    command,
+                    "DISPATCH_TARGET_BUSY",
+                    "The pane's agent is waiting for an answer on Host; nothing was sent.",
+                )
+            if exc.code in ("agent_not_ready", "agent_not_found", "agent_not_running"):
+                return cli_error(
+                    command, "DISPATCH_TARGET_BUSY", f"The pane's agent is not ready: {exc.message}"
+                )
+            if exc.code == "empty_agent_prompt":
+                return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
+            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc.code})")
+        except PaneSourceError as exc:
+            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc})")
+
+    async def _send_and_confirm(
+        self,
+        command: str,
+        pane: HerdrPane,
+        prompt: str,
+        data: JSONValue,
+        authorized: Callable[[], bool],
+    ) -> JSONValue:
+        """Older servers: bracketed text, see it in the pane, then Enter."""
+        try:
+            await self.client.call("pane.send_input", {"pane_id": pane.pane_id, "text": prompt})
+        except HerdrError as exc:
+            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc.code})")
+        except PaneSourceError as exc:
+            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc})")
+        if not await self._echoed(pane, prompt):
+            return cli_error(
+                command,
+                "SEND_FAILED",
+                "The text was written but never appeared in the pane, so Enter was not sent. "
+                "Check the pane before retrying.",
+            )
+        if not authorized():
+            return cli_error(
+                command,
+                "SEND_FAILED",
+                "The text was written, then the mirror lost the pane, so Enter was not sent.",
+            )
+        try:
+            await self.client.call("pane.send_keys", {"pane_id": pane.pane_id, "keys": ["Enter"]})
+        except (HerdrError, PaneSourceError) as exc:
+            return cli_error(
+                command, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
+            )
+        return cli_success(command, data)
+
+    async def _echoed(self, pane: HerdrPane, prompt: str) -> bool:
+        # Compare whitespace-free tails: the composer may wrap or indent the text.
+        wanted = "".join(prompt.split())[-24:]
+        with trio.move_on_after(_ECHO_SECONDS):
+            while True:
+                result = await self.client.call(
+                    "pane.read", {"pane_id": pane.pane_id, "source": "visible", "format": "text"}
+                )
+                read = result.get("read")
+                text = read.get("text") if isinstance(read, dict) else None
+                if isinstance(text, str) and wanted in "".join(text.split()):
+                    return True
+                await trio.sleep(0.1)
+        return False

@@ -1,0 +1,78 @@
+"""Retained mutations by request id: deduplication and receipts (protocol.md §6.3). Pure.
+
+Mutating commands (``create``, ``agentsInput``, ``agentsDispatch``, ``send``) are
+kept for the host's lifetime, up to 1024. The same id with the same request gets
+the original result (exactly one execution, even for concurrent duplicates);
+the same id with other parameters is refused; a full book refuses new mutations
+and evicts nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from uuid import UUID
+
+from mirror_host.control import RemoteCommand
+from mirror_host.control.swiftjson import JSONValue
+
+__all__ = ["MAX_RECEIPTS", "Admission", "Receipt", "ReceiptBook"]
+
+MAX_RECEIPTS = 1024
+
+
+class Admission(enum.Enum):
+    """What :meth:`ReceiptBook.admit` decided."""
+
+    NEW = "new"  # run it
+    DUPLICATE = "duplicate"  # same request: answer with the original result
+    REUSED = "reused"  # same id, other parameters: refuse
+    FULL = "full"  # no room: refuse
+
+
+@dataclass(slots=True)
+class Receipt:
+    """One retained mutation. ``result`` stays ``None`` while it runs."""
+
+    request_id: UUID
+    command: RemoteCommand
+    pane_id: UUID | None
+    result: JSONValue | None = None
+    done: bool = False
+
+
+class ReceiptBook:
+    """Request id → :class:`Receipt`, bounded."""
+
+    def __init__(self, *, limit: int = MAX_RECEIPTS) -> None:
+        self._limit = limit
+        self._receipts: dict[UUID, Receipt] = {}
+
+    def __len__(self) -> int:
+        return len(self._receipts)
+
+    def admit(
+        self, request_id: UUID, command: RemoteCommand, pane_id: UUID | None
+    ) -> tuple[Admission, Receipt | None]:
+        """Decide what to do with a mutation and, if new, retain it."""
+        existing = self._receipts.get(request_id)
+        if existing is not None:
+            if existing.command == command and existing.pane_id == pane_id:
+                return Admission.DUPLICATE, existing
+            return Admission.REUSED, existing
+        if len(self._receipts) >= self._limit:
+            return Admission.FULL, None
+        receipt = Receipt(request_id, command, pane_id)
+        self._receipts[request_id] = receipt
+        return Admission.NEW, receipt
+
+    def get(self, request_id: UUID) -> Receipt | None:
+        """The retained mutation with this id, if any."""
+        return self._receipts.get(request_id)
+
+    @staticmethod
+    def finish(receipt: Receipt, result: JSONValue) -> None:
+        """Record the final result (once)."""
+        if not receipt.done:
+            receipt.result = result
+            receipt.done = True

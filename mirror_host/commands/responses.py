@@ -1,0 +1,130 @@
+"""CLI-shaped JSON results for remote commands (docs/protocol.md §6). Pure.
+
+Every answer to a ``command`` is the public Prowl CLI envelope:
+``{"ok": true, "command", "schema_version", "data"}`` or
+``{"ok": false, "command", "schema_version", "error": {"code", "message"}}``.
+Refusals by the mirror layer itself use command ``remote`` and the exact
+messages Prowl's clients know.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from mirror_host.control.swiftjson import JSONValue
+
+__all__ = [
+    "CANCELLED_INPUT",
+    "MAX_PROMPT_BYTES",
+    "NO_LONGER_OWNS",
+    "NOT_ALLOWED",
+    "REQUEST_LIMIT",
+    "REUSED_ID",
+    "SEND_REFUSED",
+    "SCHEMAS",
+    "UNCONFIRMED",
+    "BAD_PROFILE",
+    "BAD_REQUEST",
+    "BAD_TARGET",
+    "cli_error",
+    "cli_success",
+    "grapheme_count",
+    "rejected",
+    "unconfirmed",
+]
+
+MAX_PROMPT_BYTES = 65_536
+
+NO_LONGER_OWNS = "The mirror no longer owns this pane."
+NOT_ALLOWED = "Command is not allowed."
+REUSED_ID = "Request ID was reused with different parameters."
+BAD_TARGET = "Invalid dispatch target or prompt size."
+SEND_REFUSED = (
+    "Host cannot verify an empty shell command line. "
+    "Use an Agent Profile or control the shell on Host."
+)
+BAD_PROFILE = "Choose a valid Host Profile and a prompt within the size limit."
+REQUEST_LIMIT = (
+    "The remote command request limit has been reached. Restart Prowl before issuing more commands."
+)
+BAD_REQUEST = "Invalid command request."
+UNCONFIRMED = "Could not encode the command result. Check Host before retrying."
+CANCELLED_INPUT = "Input was cancelled before delivery."
+
+#: command name → (CLI command, schema version)
+SCHEMAS = {
+    "list": ("list", "prowl.cli.list.v1"),
+    "profiles": ("profiles", "prowl.cli.profiles.v1"),
+    "create": ("create", "prowl.cli.create.v1"),
+    "agentsInput": ("agents.input", "prowl.cli.agents.input.v1"),
+    "agentsDispatch": ("agents.dispatch", "prowl.cli.agents.dispatch.v1"),
+    "send": ("send", "prowl.cli.send.v1"),
+}
+
+
+def rejected(message: str) -> JSONValue:
+    """The mirror layer refused the request (``REMOTE_COMMAND_REJECTED``)."""
+    return {
+        "ok": False,
+        "command": "remote",
+        "schema_version": "prowl.remote.command.v1",
+        "error": {"code": "REMOTE_COMMAND_REJECTED", "message": message},
+    }
+
+
+def unconfirmed(message: str = UNCONFIRMED) -> JSONValue:
+    """The result is unknown (``REMOTE_COMMAND_UNCONFIRMED``)."""
+    return {
+        "ok": False,
+        "command": "remote",
+        "schema_version": "prowl.remote.command.v1",
+        "error": {"code": "REMOTE_COMMAND_UNCONFIRMED", "message": message},
+    }
+
+
+def cli_success(command: str, data: JSONValue) -> JSONValue:
+    """A successful CLI result for the remote command ``command`` (``agentsInput`` …)."""
+    name, schema = SCHEMAS[command]
+    return {"ok": True, "command": name, "schema_version": schema, "data": data}
+
+
+def cli_error(command: str, code: str, message: str) -> JSONValue:
+    """A CLI error result (``SEND_FAILED``, ``TARGET_NOT_FOUND`` …)."""
+    name, schema = SCHEMAS[command]
+    return {
+        "ok": False,
+        "command": name,
+        "schema_version": schema,
+        "error": {"code": code, "message": message},
+    }
+
+
+def grapheme_count(text: str) -> int:
+    """User-perceived characters, close to Swift's ``String.count``.
+
+    Combining marks, variation selectors and characters joined by a zero-width
+    joiner belong to the character before them; a pair of regional indicators
+    is one flag.
+    """
+    count = 0
+    joined = False
+    regional_open = False
+    for ch in text:
+        code = ord(ch)
+        if ch == "\u200d":
+            joined = True
+            continue
+        if unicodedata.combining(ch) or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF:
+            continue
+        if joined:
+            joined = False
+            continue
+        if 0x1F1E6 <= code <= 0x1F1FF:
+            if regional_open:
+                regional_open = False
+                continue
+            regional_open = True
+        else:
+            regional_open = False
+        count += 1
+    return count

@@ -1,0 +1,340 @@
+"""Running remote commands: rules, deduplication, receipts, cancellation. I/O.
+
+The session has already checked the envelope's lease rules (a targeted command
+carries the current lease; a subscribed connection sends only ``list``; one
+command in flight). This service adds the rest of Prowl's rules (host docs §8):
+
+* ``output`` must be ``json``; ``send`` is always refused; prompts are at most
+  64 KiB; a targeted command names exactly the leased pane (a *different* pane
+  closes the connection);
+* mutations are retained by request id (:mod:`mirror_host.commands.receipts`);
+* authorisation is checked when execution starts and again, by the backend,
+  right before anything is written to a pane;
+* pane-targeted commands are cancelled when their connection loses its lease
+  (disconnect, takeover, ``ended``); ``create`` survives a plain disconnect;
+  host stop cancels everything.
+
+Each command runs in its own task, so a slow one (an agent not ready yet) never
+blocks the connection's other messages.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+from uuid import UUID
+
+import trio
+
+from mirror_host.commands.receipts import Admission, Receipt, ReceiptBook
+from mirror_host.commands.responses import (
+    BAD_PROFILE,
+    BAD_REQUEST,
+    BAD_TARGET,
+    CANCELLED_INPUT,
+    MAX_PROMPT_BYTES,
+    NO_LONGER_OWNS,
+    NOT_ALLOWED,
+    REQUEST_LIMIT,
+    REUSED_ID,
+    SEND_REFUSED,
+    cli_error,
+    rejected,
+    unconfirmed,
+)
+from mirror_host.control import (
+    PANE_TARGETED_COMMANDS,
+    AgentsDispatchCommand,
+    AgentsInputCommand,
+    CreateCommand,
+    ListCommand,
+    ProfilesCommand,
+    RemoteCommand,
+    SendCommand,
+)
+from mirror_host.control.swiftjson import JSONValue
+from mirror_host.host.connection import Connection
+from mirror_host.host.hub import CommandHandler
+from mirror_host.session.events import CommandRequested, ReceiptRequested
+
+__all__ = ["CommandBackend", "CommandService"]
+
+logger = logging.getLogger(__name__)
+
+Authorized = Callable[[], bool]
+
+
+class CommandBackend(Protocol):
+    """Where commands are carried out (Herdr, for now)."""
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Which of launch-profile, launch-shell, agents-dispatch, agent-input really work."""
+        ...
+
+    async def run(self) -> None:
+        """Background work (feature detection); may return at once."""
+        ...
+
+    async def list(self) -> JSONValue:
+        """The ``prowl.cli.list.v1`` result."""
+        ...
+
+    async def profiles(self) -> JSONValue:
+        """The profiles catalogue result."""
+        ...
+
+    async def create(self, command: CreateCommand) -> JSONValue:
+        """Create a background tab (agent or shell)."""
+        ...
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Authorized
+    ) -> JSONValue:
+        """Deliver a prompt to the agent in a pane; ``authorized`` right before writing."""
+        ...
+
+
+def _prompt_too_long(prompt: str | None) -> bool:
+    return prompt is not None and len(prompt.encode("utf-8", "surrogatepass")) > MAX_PROMPT_BYTES
+
+
+class CommandService(CommandHandler):
+    """Prowl's remote-command rules on top of a backend."""
+
+    def __init__(self, backend: CommandBackend) -> None:
+        self.backend = backend
+        self.receipts = ReceiptBook()
+        self._finished: dict[UUID, trio.Event] = {}
+        self._targeted: dict[Connection, set[trio.CancelScope]] = {}
+        self._all: set[trio.CancelScope] = set()
+        self._nursery: trio.Nursery | None = None
+        self._ready = trio.Event()
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Advertised in ``panes.capabilities`` after the base four."""
+        return self.backend.capabilities
+
+    async def run(self) -> None:
+        """Host the command tasks until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._ready.set()
+            nursery.start_soon(self.backend.run)
+            await trio.sleep_forever()
+
+    # ------------------------------------------------------------ entry points
+
+    async def handle(self, connection: Connection, event: CommandRequested) -> None:
+        """Validate, deduplicate and start one command."""
+        message = event.message
+        request = message.command_request
+        request_id = request.request_id
+        command = request.request.command
+        session = connection.session
+
+        def reply(result: JSONValue) -> None:
+            if not session.is_closed:
+                session.send_command_result(request_id, result)
+                connection.kick()
+
+        if request.request.output != "json":
+            reply(rejected(BAD_REQUEST))
+            return
+        await self._ready.wait()
+        if isinstance(command, ListCommand | ProfilesCommand):
+            self._spawn(connection, None, self._read_catalogue, command, reply)
+            return
+        pane_id: UUID | None = None
+        if command.NAME in PANE_TARGETED_COMMANDS:
+            assert isinstance(command, AgentsInputCommand | AgentsDispatchCommand | SendCommand)
+            try:
+                pane_id = UUID(command.pane)
+            except ValueError:
+                reply(rejected(BAD_TARGET))
+                return
+            lease = session.lease
+            if lease is None or lease.pane_id != pane_id:
+                session.close("a targeted command names another pane than the lease")
+                connection.kick()
+                return
+        problem = self._validate(command)
+        if problem is not None:
+            reply(rejected(problem))
+            return
+        admission, receipt = self.receipts.admit(request_id, command, pane_id)
+        if admission is Admission.FULL:
+            reply(rejected(REQUEST_LIMIT))
+        elif admission is Admission.REUSED:
+            reply(rejected(REUSED_ID))
+        elif admission is Admission.DUPLICATE:
+            assert receipt is not None
+            self._spawn(connection, None, self._await_receipt, receipt, reply)
+        else:
+            assert receipt is not None
+            self._finished[request_id] = trio.Event()
+            targeted = connection if pane_id is not None else None
+            self._spawn(connection, targeted, self._execute, receipt, connection, reply)
+
+    async def receipt(self, connection: Connection, event: ReceiptRequested) -> None:
+        """Answer ``commandReceipt`` with the retained result (waiting if it still runs)."""
+        receipt_id = event.message.command_receipt_id
+        session = connection.session
+        lease = session.lease
+        retained = self.receipts.get(receipt_id)
+        if retained is None or lease is None or retained.pane_id != lease.pane_id:
+            session.send_command_result(receipt_id, unconfirmed())
+            connection.kick()
+            return
+        subscription = lease.subscription_id
+
+        def reply(result: JSONValue) -> None:
+            current = session.lease
+            if session.is_closed or current is None or current.subscription_id != subscription:
+                return  # the lease changed meanwhile: the answer would be stale
+            session.send_command_result(receipt_id, result)
+            connection.kick()
+
+        await self._ready.wait()
+        self._spawn(connection, None, self._await_receipt, retained, reply)
+
+    def lease_lost(self, connection: Connection) -> None:
+        """Cancel the connection's pane-targeted commands that are still running."""
+        for scope in self._targeted.pop(connection, set()):
+            scope.cancel()
+
+    def stop(self) -> None:
+        """Host stop: cancel everything, creates included."""
+        for scope in list(self._all):
+            scope.cancel()
+
+    # ------------------------------------------------------------ internals
+
+    @staticmethod
+    def _validate(command: RemoteCommand) -> str | None:
+        if isinstance(command, SendCommand):
+            return None  # retained, then refused with its own message
+        if isinstance(command, AgentsInputCommand | AgentsDispatchCommand):
+            return BAD_TARGET if _prompt_too_long(command.prompt) else None
+        if isinstance(command, CreateCommand):
+            if command.resource != "tab" or command.background is not True:
+                return BAD_REQUEST
+            if command.launch is not None and (
+                not command.launch.profile or _prompt_too_long(command.launch.prompt)
+            ):
+                return BAD_PROFILE
+        return None
+
+    def _spawn(
+        self,
+        connection: Connection,
+        targeted: Connection | None,
+        fn: Callable[..., object],
+        *args: object,
+    ) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._guarded, targeted, fn, args)
+
+    async def _guarded(
+        self, targeted: Connection | None, fn: Callable[..., object], args: tuple[object, ...]
+    ) -> None:
+        scope = trio.CancelScope()
+        self._all.add(scope)
+        if targeted is not None:
+            self._targeted.setdefault(targeted, set()).add(scope)
+        try:
+            with scope:
+                await fn(*args)  # type: ignore[misc]
+        finally:
+            self._all.discard(scope)
+            if targeted is not None:
+                scopes = self._targeted.get(targeted)
+                if scopes is not None:
+                    scopes.discard(scope)
+                    if not scopes:
+                        self._targeted.pop(targeted, None)
+
+    async def _read_catalogue(
+        self, command: ListCommand | ProfilesCommand, reply: Callable[[JSONValue], None]
+    ) -> None:
+        try:
+            result = await (
+                self.backend.list() if isinstance(command, ListCommand) else self.backend.profiles()
+            )
+        except Exception:  # pragma: no cover - a backend bug must not kill the host
+            logger.exception("the %s command failed", command.NAME)
+            result = unconfirmed()
+        reply(result)
+
+    async def _await_receipt(self, receipt: Receipt, reply: Callable[[JSONValue], None]) -> None:
+        finished = self._finished.get(receipt.request_id)
+        if finished is not None:
+            await finished.wait()
+        reply(receipt.result if receipt.done else unconfirmed())
+
+    async def _execute(
+        self, receipt: Receipt, connection: Connection, reply: Callable[[JSONValue], None]
+    ) -> None:
+        command = receipt.command
+        session = connection.session
+        lease = session.lease
+        subscription = lease.subscription_id if lease is not None else None
+
+        def authorized() -> bool:
+            current = session.lease
+            return (
+                not session.is_closed
+                and current is not None
+                and current.subscription_id == subscription
+            )
+
+        result: JSONValue | None = None
+        try:
+            result = await self._run(command, receipt.pane_id, authorized)
+        finally:
+            if result is None:  # cancelled: the lease went away (or the host stopped)
+                result = (
+                    cli_error(command.NAME, "TIMEOUT", CANCELLED_INPUT)
+                    if isinstance(command, AgentsInputCommand | AgentsDispatchCommand)
+                    else rejected(NO_LONGER_OWNS)
+                )
+            self.receipts.finish(receipt, result)
+            self._finished.pop(receipt.request_id, trio.Event()).set()
+        reply(result)
+
+    async def _run(
+        self, command: RemoteCommand, pane_id: UUID | None, authorized: Authorized
+    ) -> JSONValue:
+        capabilities = self.capabilities
+        if isinstance(command, SendCommand):
+            return rejected(SEND_REFUSED)
+        if isinstance(command, CreateCommand):
+            needed = "launch-profile" if command.launch is not None else "launch-shell"
+            if needed not in capabilities:
+                return rejected(NOT_ALLOWED)
+            try:
+                return await self.backend.create(command)
+            except Exception:  # pragma: no cover - a backend bug must not kill the host
+                logger.exception("create failed")
+                return unconfirmed()
+        assert (
+            isinstance(command, AgentsInputCommand | AgentsDispatchCommand) and pane_id is not None
+        )
+        dispatch = isinstance(command, AgentsDispatchCommand)
+        if ("agents-dispatch" if dispatch else "agent-input") not in capabilities:
+            return rejected(NOT_ALLOWED)
+        if not authorized():
+            return rejected(NO_LONGER_OWNS)
+        try:
+            return await self.backend.agent_input(
+                pane_id, command.prompt, dispatch=dispatch, authorized=authorized
+            )
+        except Exception:  # pragma: no cover - a backend bug must not kill the host
+            logger.exception("agent input failed")
+            return cli_error(
+                command.NAME,
+                "SEND_FAILED",
+                "Input delivery is unconfirmed. Check the pane before retrying.",
+            )
