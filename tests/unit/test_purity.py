@@ -16,6 +16,19 @@ PURE_MODULES = [
     "mirror_host.auth.proofs",
     "mirror_host.auth.qr",
     "mirror_host.inspect",
+    "mirror_host.auth.devices",
+    "mirror_host.auth.failures",
+    "mirror_host.auth.login",
+    "mirror_host.auth.window",
+    "mirror_host.session.connection",
+    "mirror_host.session.lease",
+    "mirror_host.session.history",
+    "mirror_host.panes.model",
+    "mirror_host.panes.source",
+    "mirror_host.panes.tmux_protocol",
+    "mirror_host.panes.herdr.protocol",
+    "mirror_host.commands.receipts",
+    "mirror_host.commands.responses",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 

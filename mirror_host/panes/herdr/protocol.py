@@ -40,6 +40,7 @@ __all__ = [
     "parse_snapshot",
     "resolve_socket_path",
     "scroll_bounds",
+    "split_rows",
     "strip_escapes",
 ]
 
@@ -327,6 +328,15 @@ def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
     return result
 
 
+_ROW_BREAK = re.compile(r"\r?\n")
+
+
+def split_rows(text: str) -> list[str]:
+    """Rows of a ``pane.read`` text: Herdr separates them with ``\r\n`` (a bare
+    ``\n`` is accepted too, as some recorded captures have it)."""
+    return _ROW_BREAK.split(text)
+
+
 def strip_escapes(text: str) -> str:
     """Text without SGR or any other escape sequence."""
     return _ESCAPES.sub("", text)
@@ -356,10 +366,12 @@ def grid_size(
         columns = width - 2 if split else width
         if not rows:
             rows = height - 2 if split else height
+    # Nothing known: assume a classic 80x24 at least.
+    columns, rows = columns or 80, rows or 24
     if rows_text:
         columns = max(columns, *(_display_width(r) for r in rows_text))
         rows = max(rows, len(rows_text))
-    return max(1, min(columns or 80, 1000)), max(1, min(rows or 24, 1000))
+    return max(1, min(columns, 1000)), max(1, min(rows, 1000))
 
 
 def frame_from_rows(rows_text: list[str]) -> bytes:

@@ -56,6 +56,7 @@ from mirror_host.panes.herdr.protocol import (
     parse_pane,
     parse_snapshot,
     scroll_bounds,
+    split_rows,
     strip_escapes,
 )
 from mirror_host.panes.model import (
@@ -360,7 +361,7 @@ class HerdrSource:
         pane = self.pane_record(pane_id)
         assert self.snapshot is not None and self._nursery is not None
         text = await self._read_visible(pane)
-        rows = text.split("\r\n")
+        rows = split_rows(text)
         columns, height = grid_size(pane, self.snapshot, rows)
         screen = Screen(columns, height)
         screen.feed(frame_from_rows(rows))
@@ -530,7 +531,7 @@ class HerdrSource:
                 continue
             if text != mirror.last_text:
                 mirror.last_text = text
-                rows = text.split("\r\n")
+                rows = split_rows(text)
                 assert self.snapshot is not None
                 size = grid_size(mirror.pane, self.snapshot, rows)
                 if size != mirror.screen.size:
@@ -620,7 +621,7 @@ class HerdrSource:
         read = read if isinstance(read, dict) else {}
         raw = read.get("text")
         text = "\n".join(
-            strip_escapes(row) for row in (raw if isinstance(raw, str) else "").split("\r\n")
+            strip_escapes(row) for row in split_rows(raw if isinstance(raw, str) else "")
         )
         kept, cut = keep_newest_utf8(text, MAX_HISTORY_BYTES)
         return HistoryCapture(text=kept, truncated=cut or read.get("truncated") is True)

@@ -1,0 +1,2404 @@
+"""A faithful fake Herdr server for tests (Herdr itself cannot run here). I/O.
+
+Herdr's JSON socket API as ``/work/shared/spec/herdr.md`` and the research notes
+describe it, quirks included:
+
+* a Unix socket, **one request per connection**: one line (within 5 s, at most
+  1 MiB), one answer line, then the connection closes (``events.subscribe`` and
+  the private ``fake.observe`` stream instead);
+* requests ``{"id": <string>, "method": …, "params": {…}}``; a request that does
+  not deserialize gets ``"id": ""``, code ``invalid_request`` and serde's message
+  (``unknown variant `x`, expected one of …``, ``missing field `pane_id```,
+  ``invalid type: integer `5`, expected a string``), followed, as serde_json does,
+  by `` at line 1 column N`` where N is the length of the line (Herdr flattens the
+  method into the request, so serde reports every such error at the end of it);
+* optional fields omitted (never ``null``), ``revision`` always 0, keys in Herdr's
+  declaration order, compact JSON;
+* protocols 16, 20 and 22 (``agent.send`` only at 16, ``agent.prompt`` from 17,
+  ``pane.scroll`` only at 22), and an old server without ``session.snapshot``.
+
+Every pane is a real program in a real PTY whose output feeds a libghostty
+:class:`~mirror_host.terminal.Screen` (which also answers the program's terminal
+queries). ``fake.observe`` (used by the fake ``herdr`` CLI next to this file)
+streams Herdr-style ANSI frames of a pane, pushed on change.
+
+Run by hand: ``python -m tests.fakes.herdr_fake --socket /tmp/h.sock --pane bash``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import secrets
+import shlex
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import unicodedata
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from pyghostty import lib
+from pyghostty.core import init_sized
+
+from mirror_host.terminal import Screen
+
+__all__ = ["PROTOCOLS", "FakeHerdr", "main"]
+
+logger = logging.getLogger(__name__)
+
+PROTOCOLS = (16, 20, 22)
+_VERSIONS = {16: "0.7.4", 20: "0.8.2", 22: "0.9.0"}
+
+MAX_REQUEST_BYTES = 1024 * 1024
+REQUEST_TIMEOUT = 5.0
+WRITE_TIMEOUT = 5.0
+_FRAME_INTERVAL = 1 / 60
+_SUBSCRIPTION_TICK = 0.1
+_EVENT_QUEUE = 512
+_READ_BYTES = 65_536
+_REPLY_QUEUE = 256
+_MAX_READ_LINES = 1000
+_DEFAULT_RECENT_LINES = 80
+_PROMPT_ENTER_DELAY = 0.3
+_OBSERVE_COLUMNS, _OBSERVE_ROWS = 120, 40
+
+# The method enum of Herdr 0.9.0 (protocol 22), in declaration order, as its
+# unknown-variant error lists it (live capture, herdr-gsd-core M0-H).
+_METHODS_22: tuple[str, ...] = (
+    "ping",
+    "server.stop",
+    "server.live_handoff",
+    "server.reload_config",
+    "server.agent_manifests",
+    "server.reload_agent_manifests",
+    "notification.show",
+    "product_announcement.dismiss",
+    "release_notes.dismiss",
+    "command.invoke",
+    "client.window_title.set",
+    "client.window_title.clear",
+    "client_shell.surface.set",
+    "session.snapshot",
+    "workspace.create",
+    "workspace.list",
+    "workspace.get",
+    "workspace.focus",
+    "workspace.rename",
+    "workspace.move",
+    "workspace.move_block",
+    "workspace.report_metadata",
+    "workspace.close",
+    "worktree.list",
+    "worktree.create",
+    "worktree.open",
+    "worktree.remove",
+    "tab.create",
+    "tab.list",
+    "tab.get",
+    "tab.focus",
+    "tab.rename",
+    "tab.move",
+    "tab.close",
+    "agent.list",
+    "agent.get",
+    "agent.read",
+    "agent.explain",
+    "agent.send_keys",
+    "agent.rename",
+    "agent.view.set",
+    "agent.view.clear",
+    "agent.focus",
+    "agent.start",
+    "agent.prompt",
+    "agent.wait",
+    "pane.split",
+    "pane.swap",
+    "pane.move",
+    "pane.zoom",
+    "pane.layout",
+    "pane.process_info",
+    "layout.export",
+    "layout.apply",
+    "layout.set_split_ratio",
+    "pane.neighbor",
+    "pane.edges",
+    "pane.focus_direction",
+    "pane.resize",
+    "pane.scroll",
+    "pane.edit_scrollback",
+    "pane.selection.read",
+    "pane.copy_motion",
+    "pane.copy_search",
+    "pane.list",
+    "pane.current",
+    "pane.get",
+    "pane.focus",
+    "pane.input.set",
+    "pane.link.activate",
+    "pane.rename",
+    "pane.send_text",
+    "pane.send_keys",
+    "pane.send_input",
+    "pane.read",
+    "pane.graphics.set",
+    "pane.graphics.clear",
+    "pane.graphics.info",
+    "pane.graphics.stream",
+    "pane.report_agent",
+    "pane.report_agent_session",
+    "pane.report_metadata",
+    "pane.clear_agent_authority",
+    "pane.release_agent",
+    "pane.close",
+    "popup.close",
+    "events.subscribe",
+    "events.wait",
+    "pane.wait_for_output",
+    "integration.list",
+    "integration.install",
+    "integration.uninstall",
+    "plugin.link",
+    "plugin.list",
+    "plugin.unlink",
+    "plugin.enable",
+    "plugin.disable",
+    "plugin.action.list",
+    "plugin.action.invoke",
+    "plugin.log.list",
+    "plugin.pane.open",
+    "plugin.pane.focus",
+    "plugin.pane.close",
+)
+# herdr.md §1.6: methods protocol 22 added, and those 17-20 added.
+_ADDED_IN_22 = frozenset(
+    {
+        "pane.scroll",
+        "pane.edit_scrollback",
+        "pane.selection.read",
+        "pane.copy_motion",
+        "pane.copy_search",
+        "pane.link.activate",
+        "command.invoke",
+        "integration.list",
+        "release_notes.dismiss",
+        "product_announcement.dismiss",
+        "client_shell.surface.set",
+    }
+)
+_ADDED_IN_17_TO_20 = frozenset(
+    {
+        "agent.send_keys",
+        "agent.prompt",
+        "agent.wait",
+        "agent.view.set",
+        "agent.view.clear",
+        "workspace.move_block",
+        "pane.input.set",
+    }
+)
+#: Private: the observe stream behind the fake ``herdr`` CLI. Never advertised.
+_PRIVATE_METHODS = frozenset({"fake.observe"})
+
+_LIFECYCLE_TYPES: tuple[str, ...] = (
+    "workspace.created",
+    "workspace.updated",
+    "workspace.metadata_updated",
+    "workspace.renamed",
+    "workspace.moved",
+    "workspace.reordered",
+    "workspace.closed",
+    "workspace.focused",
+    "worktree.created",
+    "worktree.opened",
+    "worktree.removed",
+    "tab.created",
+    "tab.closed",
+    "tab.focused",
+    "tab.renamed",
+    "tab.moved",
+    "pane.created",
+    "pane.closed",
+    "pane.updated",
+    "pane.focused",
+    "pane.moved",
+    "pane.exited",
+    "pane.agent_detected",
+    "layout.updated",
+)
+_PANE_SCOPED_TYPES: tuple[str, ...] = (
+    "pane.output_matched",
+    "pane.agent_status_changed",
+    "pane.scroll_changed",
+)
+_READ_SOURCES = ("visible", "recent", "recent_unwrapped", "detection")
+_READ_FORMATS = ("text", "ansi")
+_AGENT_STATUSES = ("idle", "working", "blocked", "done", "unknown")
+_MATCH_TYPES = ("substring", "regex")
+#: Roll-up order for workspace and tab ``agent_status``.
+_STATUS_PRIORITY = {"blocked": 4, "working": 3, "done": 2, "idle": 1, "unknown": 0}
+_AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+def _method_names(protocol: int, snapshot: bool) -> tuple[str, ...]:
+    """The methods a server of ``protocol`` accepts, in enum order."""
+    names = [m for m in _METHODS_22 if protocol >= 22 or m not in _ADDED_IN_22]
+    if protocol < 17:
+        names = [m for m in names if m not in _ADDED_IN_17_TO_20]
+        names.insert(names.index("agent.rename"), "agent.send")
+    if not snapshot:
+        names.remove("session.snapshot")
+    return tuple(names)
+
+
+def _subscription_types(protocol: int) -> tuple[str, ...]:
+    lifecycle = [t for t in _LIFECYCLE_TYPES if protocol >= 19 or t != "workspace.reordered"]
+    return (*lifecycle, *_PANE_SCOPED_TYPES)
+
+
+# ---------------------------------------------------------------- JSON and serde
+
+
+def _dumps(value: object) -> bytes:
+    """One compact JSON line, as serde_json writes it (UTF-8, not ASCII-escaped)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class _InvalidRequest(Exception):
+    """The request does not deserialize; ``str()`` is serde's message."""
+
+
+class _ApiError(Exception):
+    """A method failed: an error object with the request's id."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _unexpected(value: object) -> str:
+    """serde's ``Unexpected`` wording for a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f"string {json.dumps(value, ensure_ascii=False)}"
+    if isinstance(value, list):
+        return "sequence"
+    return "map"
+
+
+def _expected_one_of(variants: Sequence[str]) -> str:
+    if not variants:
+        return "there are no variants"
+    if len(variants) == 1:
+        return f"expected `{variants[0]}`"
+    if len(variants) == 2:
+        return f"expected `{variants[0]}` or `{variants[1]}`"
+    return "expected one of " + ", ".join(f"`{v}`" for v in variants)
+
+
+def _invalid_type(value: object, expected: str) -> _InvalidRequest:
+    return _InvalidRequest(f"invalid type: {_unexpected(value)}, expected {expected}")
+
+
+def _unknown_variant(value: str, variants: Sequence[str]) -> _InvalidRequest:
+    return _InvalidRequest(f"unknown variant `{value}`, {_expected_one_of(variants)}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One field of a params struct."""
+
+    name: str
+    kind: str
+    required: bool = False
+    #: ``Option<T>``: an explicit ``null`` is accepted.
+    nullable: bool = False
+    variants: tuple[str, ...] = ()
+
+
+def _opt(name: str, kind: str = "string", variants: tuple[str, ...] = ()) -> _Field:
+    return _Field(name, kind, nullable=True, variants=variants)
+
+
+def _req(name: str, kind: str = "string", variants: tuple[str, ...] = ()) -> _Field:
+    return _Field(name, kind, required=True, variants=variants)
+
+
+_PANE_ID = _req("pane_id")
+_PARAMS: dict[str, tuple[str, tuple[_Field, ...]]] = {
+    "ping": ("PingParams", ()),
+    "session.snapshot": ("EmptyParams", ()),
+    "workspace.list": ("EmptyParams", ()),
+    "workspace.get": ("WorkspaceTarget", (_req("workspace_id"),)),
+    "tab.list": ("TabListParams", (_opt("workspace_id"),)),
+    "tab.get": ("TabTarget", (_req("tab_id"),)),
+    "tab.create": (
+        "TabCreateParams",
+        (
+            _opt("workspace_id"),
+            _opt("cwd"),
+            _opt("label"),
+            _Field("focus", "bool"),
+            _opt("env", "map"),
+        ),
+    ),
+    "pane.list": ("PaneListParams", (_opt("workspace_id"),)),
+    "pane.get": ("PaneTarget", (_PANE_ID,)),
+    "pane.close": ("PaneTarget", (_PANE_ID,)),
+    "pane.read": (
+        "PaneReadParams",
+        (
+            _PANE_ID,
+            _req("source", "enum", _READ_SOURCES),
+            _opt("lines", "u32"),
+            _Field("format", "enum", variants=_READ_FORMATS),
+            _Field("strip_ansi", "bool"),
+        ),
+    ),
+    "pane.send_text": ("PaneSendTextParams", (_PANE_ID, _req("text"))),
+    "pane.send_keys": ("PaneSendKeysParams", (_PANE_ID, _req("keys", "strings"))),
+    "pane.send_input": (
+        "PaneSendInputParams",
+        (_PANE_ID, _opt("text"), _Field("keys", "strings")),
+    ),
+    "pane.scroll": ("PaneScrollParams", (_PANE_ID, _req("offset_from_bottom", "u64"))),
+    "agent.send": ("AgentSendParams", (_req("target"), _req("text"))),
+    "agent.prompt": ("AgentPromptParams", (_req("target"), _req("text"), _opt("wait", "wait"))),
+    "agent.get": ("AgentTarget", (_req("target"),)),
+    "agent.list": ("EmptyParams", ()),
+    "agent.start": (
+        "AgentStartParams",
+        (
+            _req("name"),
+            _req("kind"),
+            _PANE_ID,
+            _Field("args", "strings"),
+            _opt("timeout_ms", "u64"),
+        ),
+    ),
+    "events.subscribe": ("EventsSubscribeParams", (_req("subscriptions", "subscriptions"),)),
+    "fake.observe": (
+        "FakeObserveParams",
+        (_req("target"), _opt("cols", "u16"), _opt("rows", "u16")),
+    ),
+}
+_UINT_MAX = {"u16": 0xFFFF, "u32": 0xFFFF_FFFF, "u64": 0xFFFF_FFFF_FFFF_FFFF}
+
+
+def _check_uint(value: object, kind: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid_type(value, kind)
+    if not 0 <= value <= _UINT_MAX[kind]:
+        raise _InvalidRequest(f"invalid value: integer `{value}`, expected {kind}")
+
+
+def _check_strings(value: object) -> None:
+    if not isinstance(value, list):
+        raise _invalid_type(value, "a sequence")
+    for item in value:
+        if not isinstance(item, str):
+            raise _invalid_type(item, "a string")
+
+
+def _check_struct(name: str, fields: Sequence[_Field], value: object, types: Sequence[str]) -> None:
+    """Check ``value`` as serde derives a struct: type errors in key order, then missing."""
+    if not isinstance(value, dict):
+        raise _invalid_type(value, f"struct {name}")
+    by_name = {f.name: f for f in fields}
+    for key, item in value.items():
+        spec = by_name.get(key)
+        if spec is not None:
+            _check_value(spec, item, types)
+    for spec in fields:
+        if spec.required and spec.name not in value:
+            raise _InvalidRequest(f"missing field `{spec.name}`")
+
+
+def _check_value(spec: _Field, value: object, types: Sequence[str]) -> None:
+    if value is None and spec.nullable:
+        return
+    kind = spec.kind
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _invalid_type(value, "a string")
+    elif kind in _UINT_MAX:
+        _check_uint(value, kind)
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise _invalid_type(value, "a boolean")
+    elif kind == "strings":
+        _check_strings(value)
+    elif kind == "map":
+        if not isinstance(value, dict):
+            raise _invalid_type(value, "a map")
+        for item in value.values():
+            if not isinstance(item, str):
+                raise _invalid_type(item, "a string")
+    elif kind == "enum":
+        if not isinstance(value, str):
+            raise _invalid_type(value, "variant identifier")
+        if value not in spec.variants:
+            raise _unknown_variant(value, spec.variants)
+    elif kind == "wait":
+        _check_wait(value)
+    elif kind == "subscriptions":
+        if not isinstance(value, list):
+            raise _invalid_type(value, "a sequence")
+        for item in value:
+            _check_subscription(item, types)
+
+
+def _check_wait(value: object) -> None:
+    if not isinstance(value, dict):
+        raise _invalid_type(value, "struct AgentPromptWaitOptions")
+    for key, item in value.items():
+        if key == "until":
+            if not isinstance(item, list):
+                raise _invalid_type(item, "a sequence")
+            for status in item:
+                _check_value(_Field("until", "enum", variants=_AGENT_STATUSES), status, ())
+        elif key == "timeout_ms" and item is not None:
+            _check_uint(item, "u64")
+
+
+_SUBSCRIPTION_FIELDS: dict[str, tuple[_Field, ...]] = {
+    "pane.agent_status_changed": (_PANE_ID, _opt("agent_status", "enum", _AGENT_STATUSES)),
+    "pane.scroll_changed": (_PANE_ID,),
+    "pane.output_matched": (
+        _PANE_ID,
+        _req("source", "enum", _READ_SOURCES),
+        _req("match", "match"),
+        _opt("lines", "u32"),
+    ),
+}
+
+
+def _check_subscription(item: object, types: Sequence[str]) -> None:
+    """An internally tagged ``Subscription`` (``{"type": …, …}``)."""
+    if not isinstance(item, dict):
+        raise _invalid_type(item, "internally tagged enum Subscription")
+    if "type" not in item:
+        raise _InvalidRequest("missing field `type`")
+    kind = item["type"]
+    if not isinstance(kind, str):
+        raise _invalid_type(kind, "variant identifier")
+    if kind not in types:
+        raise _unknown_variant(kind, types)
+    fields = _SUBSCRIPTION_FIELDS.get(kind, ())
+    for key, value in item.items():
+        spec = next((f for f in fields if f.name == key), None)
+        if spec is None:
+            continue
+        if spec.kind == "match":
+            _check_match(value)
+        else:
+            _check_value(spec, value, types)
+    for spec in fields:
+        if spec.required and spec.name not in item:
+            raise _InvalidRequest(f"missing field `{spec.name}`")
+
+
+def _check_match(value: object) -> None:
+    if not isinstance(value, dict):
+        raise _invalid_type(value, "internally tagged enum OutputMatch")
+    if "type" not in value:
+        raise _InvalidRequest("missing field `type`")
+    _check_value(_Field("type", "enum", variants=_MATCH_TYPES), value["type"], ())
+    if "value" not in value:
+        raise _InvalidRequest("missing field `value`")
+    if not isinstance(value["value"], str):
+        raise _invalid_type(value["value"], "a string")
+
+
+_JSON_MESSAGES = {
+    "Expecting value": "expected value",
+    "Extra data": "trailing characters",
+    "Expecting property name enclosed in double quotes": "key must be a string",
+    "Expecting ',' delimiter": "expected `,` or `}`",
+    "Expecting ':' delimiter": "expected `:`",
+    "Unterminated string starting at": "EOF while parsing a string",
+    "Invalid control character at": "control character (\\u0000-\\u001F) found while parsing a string",
+}
+
+
+def _parse_json(line: bytes) -> object:
+    """The JSON value of a request line, or serde_json's syntax error."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _InvalidRequest(
+            f"invalid unicode code point at line 1 column {exc.start + 1}"
+        ) from exc
+    if not text.strip():
+        raise _InvalidRequest(f"EOF while parsing a value at line 1 column {len(line)}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        message = _JSON_MESSAGES.get(exc.msg, "expected value")
+        raise _InvalidRequest(f"{message} at line {exc.lineno} column {exc.colno}") from exc
+
+
+def _check_request(
+    value: object, methods: Collection[str], ordered: Sequence[str], types: Sequence[str]
+) -> tuple[str, str, dict[str, Any]]:
+    """``(id, method, params)`` of a request, checked as Herdr's serde types check it."""
+    if not isinstance(value, dict):
+        raise _invalid_type(value, "struct Request")
+    if "id" in value and not isinstance(value["id"], str):
+        raise _invalid_type(value["id"], "a string")
+    if "id" not in value:
+        raise _InvalidRequest("missing field `id`")
+    if "method" not in value:
+        raise _InvalidRequest("missing field `method`")
+    method = value["method"]
+    if not isinstance(method, str):
+        raise _invalid_type(method, "variant identifier")
+    if method not in methods:
+        raise _unknown_variant(method, ordered)
+    if "params" not in value:
+        raise _InvalidRequest("missing field `params`")
+    params = value["params"]
+    struct_name, fields = _PARAMS.get(method, ("Params", ()))
+    _check_struct(struct_name, fields, params, types)
+    return value["id"], method, params
+
+
+# ---------------------------------------------------------------- keys
+
+
+_NAMED_KEYS = {
+    "enter": b"\r",
+    "return": b"\r",
+    "esc": b"\x1b",
+    "escape": b"\x1b",
+    "tab": b"\t",
+    "backspace": b"\x7f",
+    "bs": b"\x7f",
+    "space": b" ",
+}
+_ARROWS = {"up": "A", "down": "B", "right": "C", "left": "D"}
+_SS3_FUNCTION_KEYS = {1: "P", 2: "Q", 3: "R", 4: "S"}
+_CSI_FUNCTION_KEYS = {5: 15, 6: 17, 7: 18, 8: 19, 9: 20, 10: 21, 11: 23, 12: 24}
+_PUNCTUATION = {
+    "minus": "-",
+    "plus": "+",
+    "equal": "=",
+    "equals": "=",
+    "slash": "/",
+    "backslash": "\\",
+    "semicolon": ";",
+    "colon": ":",
+    "comma": ",",
+    "period": ".",
+    "dot": ".",
+    "quote": "'",
+    "apostrophe": "'",
+    "backquote": "`",
+    "grave": "`",
+    "tilde": "~",
+    "bracketleft": "[",
+    "bracketright": "]",
+    "question": "?",
+    "underscore": "_",
+    "pipe": "|",
+}
+_MODIFIERS = {
+    "ctrl": "ctrl",
+    "control": "ctrl",
+    "shift": "shift",
+    "alt": "alt",
+    "cmd": "super",
+    "super": "super",
+}
+_CTRL_SYMBOLS = {"@": 0, " ": 0, "[": 27, "\\": 28, "]": 29, "^": 30, "_": 31, "?": 127}
+
+
+def _ctrl_char(char: str) -> bytes:
+    if char.isascii() and char.isalpha():
+        return bytes((ord(char.upper()) - 64,))
+    code = _CTRL_SYMBOLS.get(char)
+    return bytes((code,)) if code is not None else char.encode()
+
+
+def encode_key(
+    name: str, *, application_cursor: bool = False, allow_tmux_alias: bool = True
+) -> bytes:
+    """The bytes Herdr's ``send_keys`` grammar writes for ``name`` (legacy encoding).
+
+    Raises:
+        ValueError: Herdr would answer ``invalid_key`` (``unsupported key X``).
+    """
+    if len(name) == 1:
+        return name.encode()
+    spec = name
+    if allow_tmux_alias and re.fullmatch(r"C-.", spec):
+        spec = "ctrl+" + spec[2:]
+    if spec.endswith("++"):
+        key, modifier_names = "+", spec[:-2].split("+")
+    else:
+        *modifier_names, key = spec.split("+")
+    modifiers = set()
+    for modifier in modifier_names:
+        mapped = _MODIFIERS.get(modifier.lower())
+        if mapped is None:
+            raise ValueError(name)
+        modifiers.add(mapped)
+    lower = key.lower()
+    char = key if len(key) == 1 else _PUNCTUATION.get(lower)
+    if char is not None:
+        if char.isupper():
+            modifiers.add("shift")
+        if "shift" in modifiers and char.isalpha():
+            char = char.upper()
+        data = _ctrl_char(char) if "ctrl" in modifiers else char.encode()
+        return b"\x1b" + data if "alt" in modifiers else data
+    parameter = (
+        1
+        + (1 if "shift" in modifiers else 0)
+        + (2 if "alt" in modifiers else 0)
+        + (4 if "ctrl" in modifiers else 0)
+    )
+    if lower in _NAMED_KEYS:
+        if lower == "tab" and "shift" in modifiers:
+            data = b"\x1b[Z"
+        elif lower in ("backspace", "bs") and "ctrl" in modifiers:
+            data = b"\x08"
+        elif lower == "space" and "ctrl" in modifiers:
+            data = b"\x00"
+        else:
+            data = _NAMED_KEYS[lower]
+        return b"\x1b" + data if "alt" in modifiers else data
+    if lower in _ARROWS:
+        final = _ARROWS[lower]
+        if parameter > 1:
+            return f"\x1b[1;{parameter}{final}".encode()
+        return (b"\x1bO" if application_cursor else b"\x1b[") + final.encode()
+    number = re.fullmatch(r"f([0-9]{1,2})", lower)
+    if number:
+        n = int(number.group(1))
+        if n in _SS3_FUNCTION_KEYS:
+            final = _SS3_FUNCTION_KEYS[n]
+            return (f"\x1b[1;{parameter}{final}" if parameter > 1 else f"\x1bO{final}").encode()
+        if n in _CSI_FUNCTION_KEYS:
+            code = _CSI_FUNCTION_KEYS[n]
+            return (f"\x1b[{code};{parameter}~" if parameter > 1 else f"\x1b[{code}~").encode()
+    raise ValueError(name)
+
+
+# ---------------------------------------------------------------- screen formatting
+#
+# libghostty's formatter through the Screen's native handles (the same calls
+# Screen makes for its own text and VT output, with other selections).
+
+
+def _format(
+    screen: Screen,
+    start: tuple[int, int, str],
+    end: tuple[int, int, str],
+    *,
+    vt: bool,
+    unwrap: bool = False,
+    trim: bool = True,
+) -> bytes:
+    terminal = screen._terminal
+    options = init_sized("GhosttyFormatterTerminalOptions")
+    options.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT if vt else lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
+    options.unwrap = unwrap
+    options.trim = trim
+    selection = init_sized("GhosttySelection")
+    selection.start = terminal.ref(*start)[0]
+    selection.end = terminal.ref(*end)[0]
+    options.selection = selection
+    data: bytes = screen._format(options)
+    return data
+
+
+def _scrollbar(screen: Screen) -> tuple[int, int, int]:
+    """``(total rows, viewport top, viewport rows)``."""
+    total, offset, length = screen._scrollbar()
+    return total, offset, length
+
+
+def _scroll_info(screen: Screen) -> dict[str, int]:
+    total, offset, length = _scrollbar(screen)
+    return {
+        "offset_from_bottom": max(0, total - (offset + length)),
+        "max_offset_from_bottom": max(0, total - length),
+        "viewport_rows": screen.size[1],
+    }
+
+
+_ESCAPE = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[ -/]*[0-~])"
+)
+_SGR = re.compile(rb"\x1b\[([0-9;:]*)m")
+
+
+def _only_sgr(data: bytes) -> bytes:
+    """``data`` without any escape sequence other than SGR."""
+    return _ESCAPE.sub(lambda m: m.group(0) if _SGR.fullmatch(m.group(0)) else b"", data)
+
+
+def _ansi_rows(data: bytes) -> list[str]:
+    """Formatter VT output as ``pane.read format=ansi`` rows: SGR only, trimmed."""
+    rows = [row.rstrip(b" ") for row in _only_sgr(data).split(b"\r\n")]
+    while rows and not _SGR.sub(b"", rows[-1]).strip(b" "):
+        rows.pop()
+    return [row.decode("utf-8", "replace") for row in rows]
+
+
+def _text_rows(text: str) -> list[str]:
+    rows = [row.rstrip(" ") for row in text.split("\n")]
+    while rows and not rows[-1]:
+        rows.pop()
+    return rows
+
+
+def _last(rows: list[str], limit: int | None, separator: str) -> tuple[str, bool]:
+    if limit is not None and len(rows) > limit:
+        return separator.join(rows[len(rows) - limit :]), True
+    return separator.join(rows), False
+
+
+def read_screen(
+    screen: Screen, source: str, fmt: str = "text", lines: int | None = None
+) -> tuple[str, bool]:
+    """``(text, truncated)`` of a ``pane.read`` (herdr.md §1.3, "How lines works")."""
+    if lines == 0:
+        return "", True
+    limit = None if lines is None else min(lines, _MAX_READ_LINES)
+    columns, rows = screen.size
+    if source == "detection":
+        return _last(_text_rows(screen.active_text()), limit, "\n")
+    if source == "visible":
+        if fmt == "ansi":
+            data = _format(screen, (0, 0, "viewport"), (columns - 1, rows - 1, "viewport"), vt=True)
+            return _last(_ansi_rows(data), limit, "\r\n")
+        return _last(_text_rows(screen.viewport_text()), limit, "\n")
+    limit = _DEFAULT_RECENT_LINES if limit is None else limit
+    total = _scrollbar(screen)[0]
+    unwrap = source == "recent_unwrapped"
+    whole = ((0, 0, "screen"), (columns - 1, total - 1, "screen"))
+    plain = _text_rows(_format(screen, *whole, vt=False, unwrap=unwrap).decode("utf-8", "replace"))
+    if fmt == "text":
+        return _last(plain, limit, "\n")
+    if unwrap or not plain:
+        return _last(_ansi_rows(_format(screen, *whole, vt=True, unwrap=unwrap)), limit, "\r\n")
+    first = max(0, len(plain) - limit)
+    data = _format(screen, (0, first, "screen"), (columns - 1, len(plain) - 1, "screen"), vt=True)
+    return "\r\n".join(_ansi_rows(data)), len(plain) > limit
+
+
+# ---------------------------------------------------------------- observe frames
+
+_DEFAULT_SGR = b"\x1b[0;39;49m"
+_FRAME_BEGIN = b"\x1b[?2026h\x1b[?25l\x1b]8;;\x1b\\"
+_FRAME_END = b"\x1b[?2026l"
+
+
+@dataclass(slots=True)
+class _Pen:
+    """SGR state while reading formatter output."""
+
+    bold: bool = False
+    faint: bool = False
+    italic: bool = False
+    underline: int = 0
+    blink: bool = False
+    inverse: bool = False
+    invisible: bool = False
+    strike: bool = False
+    overline: bool = False
+    fg: str = "39"
+    bg: str = "49"
+    underline_color: str = ""
+
+    def sgr(self) -> bytes:
+        """The complete SGR Herdr's encoder writes: reset, attributes, colours."""
+        parts = ["0"]
+        for flag, code in (
+            (self.bold, "1"),
+            (self.faint, "2"),
+            (self.italic, "3"),
+        ):
+            if flag:
+                parts.append(code)
+        if self.underline:
+            parts.append("4" if self.underline == 1 else f"4:{self.underline}")
+        for flag, code in (
+            (self.blink, "5"),
+            (self.inverse, "7"),
+            (self.invisible, "8"),
+            (self.strike, "9"),
+            (self.overline, "53"),
+        ):
+            if flag:
+                parts.append(code)
+        parts += [self.fg, self.bg]
+        if self.underline_color:
+            parts.append(self.underline_color)
+        return ("\x1b[" + ";".join(parts) + "m").encode()
+
+
+def _color(base: int, values: list[str]) -> tuple[str | None, int]:
+    """An extended colour (``38;5;n`` / ``38;2;r;g;b``) and how many params it used."""
+    if values[:1] == ["5"] and len(values) >= 2:
+        return f"{base};5;{int(values[1] or 0)}", 2
+    if values[:1] == ["2"] and len(values) >= 4:
+        r, g, b = (int(v or 0) for v in values[1:4])
+        return f"{base};2;{r};{g};{b}", 4
+    return None, len(values)
+
+
+def _apply_sgr(pen: _Pen, params: str) -> None:
+    items = params.split(";") if params else ["0"]
+    index = 0
+    while index < len(items):
+        item = items[index]
+        index += 1
+        if ":" in item:
+            sub = item.split(":")
+            if sub[0] == "4":
+                pen.underline = int(sub[1] or 0)
+            elif sub[0] in ("38", "48", "58"):
+                values = sub[1:]
+                if values[:1] == ["2"] and len(values) >= 5:
+                    values = ["2", *values[-3:]]
+                color, _ = _color(int(sub[0]), values)
+                if color is not None:
+                    _set_color(pen, int(sub[0]), color)
+            continue
+        code = int(item or 0)
+        if code in (38, 48, 58):
+            color, used = _color(code, items[index:])
+            index += used
+            if color is not None:
+                _set_color(pen, code, color)
+        elif code == 0:
+            pen.__init__()  # type: ignore[misc]
+        elif code == 1:
+            pen.bold = True
+        elif code == 2:
+            pen.faint = True
+        elif code == 3:
+            pen.italic = True
+        elif code == 4:
+            pen.underline = 1
+        elif code == 21:
+            pen.underline = 2
+        elif code in (5, 6):
+            pen.blink = True
+        elif code == 7:
+            pen.inverse = True
+        elif code == 8:
+            pen.invisible = True
+        elif code == 9:
+            pen.strike = True
+        elif code == 22:
+            pen.bold = pen.faint = False
+        elif code == 23:
+            pen.italic = False
+        elif code == 24:
+            pen.underline = 0
+        elif code == 25:
+            pen.blink = False
+        elif code == 27:
+            pen.inverse = False
+        elif code == 28:
+            pen.invisible = False
+        elif code == 29:
+            pen.strike = False
+        elif code == 53:
+            pen.overline = True
+        elif code == 55:
+            pen.overline = False
+        elif 30 <= code <= 37:
+            pen.fg = f"38;5;{code - 30}"
+        elif code == 39:
+            pen.fg = "39"
+        elif 40 <= code <= 47:
+            pen.bg = f"48;5;{code - 40}"
+        elif code == 49:
+            pen.bg = "49"
+        elif code == 59:
+            pen.underline_color = ""
+        elif 90 <= code <= 97:
+            pen.fg = f"38;5;{code - 90 + 8}"
+        elif 100 <= code <= 107:
+            pen.bg = f"48;5;{code - 100 + 8}"
+
+
+def _set_color(pen: _Pen, code: int, color: str) -> None:
+    if code == 38:
+        pen.fg = color
+    elif code == 48:
+        pen.bg = color
+    else:
+        pen.underline_color = color
+
+
+def _cell_width(char: str) -> int:
+    if unicodedata.combining(char) or char in "\u200d\ufe0f":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+Segments = tuple[tuple[bytes, bytes], ...]
+
+
+def _segments(data: bytes, columns: int) -> Segments:
+    """Formatter VT output of one row as ``(complete SGR, text)`` runs, at most ``columns``."""
+    pen = _Pen()
+    runs: list[tuple[bytes, bytes]] = []
+    width = 0
+    position = 0
+
+    def text(chunk: bytes) -> None:
+        nonlocal width
+        if not chunk:
+            return
+        kept = []
+        for char in chunk.decode("utf-8", "replace"):
+            cells = _cell_width(char)
+            if width + cells > columns:
+                break
+            width += cells
+            kept.append(char)
+        if not kept:
+            return
+        encoded = "".join(kept).encode()
+        sgr = pen.sgr()
+        if runs and runs[-1][0] == sgr:
+            runs[-1] = (sgr, runs[-1][1] + encoded)
+        else:
+            runs.append((sgr, encoded))
+
+    for match in _ESCAPE.finditer(data):
+        text(data[position : match.start()])
+        position = match.end()
+        sgr = _SGR.fullmatch(match.group(0))
+        if sgr is not None:
+            _apply_sgr(pen, sgr.group(1).decode())
+    text(data[position:])
+    return tuple(runs)
+
+
+def _styled_rows(screen: Screen, columns: int, rows: int) -> list[Segments]:
+    """The pane's viewport cropped (top-left) or padded to ``columns`` × ``rows``."""
+    pane_columns, pane_rows = screen.size
+    width = min(columns, pane_columns)
+    result = []
+    for y in range(min(rows, pane_rows)):
+        data = _format(screen, (0, y, "viewport"), (width - 1, y, "viewport"), vt=True, trim=False)
+        result.append(_segments(data, columns))
+    result += [()] * (rows - len(result))
+    return result
+
+
+class FrameEncoder:
+    """Herdr's per-observer blit encoder: a full repaint, then diffs of changed rows."""
+
+    def __init__(self, columns: int, rows: int) -> None:
+        self.columns = columns
+        self.rows = rows
+        self._last_rows: list[Segments] | None = None
+        self._last_cursor: tuple[int, int, bool] | None = None
+
+    def reset(self) -> None:
+        """Forget the baseline: the next frame is full."""
+        self._last_rows = None
+        self._last_cursor = None
+
+    def encode(self, screen: Screen) -> tuple[bool, bytes] | None:
+        """``(full, bytes)`` of the next frame, or ``None`` when nothing changed."""
+        rows = _styled_rows(screen, self.columns, self.rows)
+        x, y = screen.cursor
+        visible = (
+            screen.mode(25) and not screen.is_scrolled_back and x < self.columns and y < self.rows
+        )
+        cursor = (min(x, self.columns - 1), min(y, self.rows - 1), visible)
+        previous = self._last_rows
+        if previous is not None and rows == previous and cursor == self._last_cursor:
+            return None
+        full = previous is None
+        out = bytearray(_FRAME_BEGIN)
+        if full:
+            out += b"\x1b[2J"
+        pen = b""
+        blank = b" " * self.columns
+        for index, segments in enumerate(rows):
+            if previous is not None and previous[index] == segments:
+                continue
+            move = b"\x1b[%d;1H" % (index + 1)
+            out += move
+            if pen != _DEFAULT_SGR:
+                out += _DEFAULT_SGR
+                pen = _DEFAULT_SGR
+            out += blank
+            if segments:
+                out += move
+                for sgr, text in segments:
+                    if sgr != pen:
+                        out += sgr
+                        pen = sgr
+                    out += text
+        out += b"\x1b[0m"
+        tail = b"\x1b[%d;%dH" % (cursor[1] + 1, cursor[0] + 1)
+        tail += b"\x1b[?25h" if visible else b"\x1b[?25l"
+        out += tail + _FRAME_END + tail
+        self._last_rows = rows
+        self._last_cursor = cursor
+        return full, bytes(out)
+
+
+# ---------------------------------------------------------------- model
+
+
+def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:
+    try:
+        return process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _strip_title(title: str) -> str:
+    """``terminal_title_stripped``: without leading status glyphs (spinners, ✳ …)."""
+    index = 0
+    while index < len(title) and (
+        title[index].isspace()
+        or (ord(title[index]) > 127 and unicodedata.category(title[index])[0] == "S")
+    ):
+        index += 1
+    return title[index:].strip()
+
+
+@dataclass(eq=False)
+class _Workspace:
+    workspace_id: str
+    label: str
+    cwd: str | None
+    tabs: list[_Tab] = field(default_factory=list)
+    active_tab: _Tab | None = None
+    next_tab: int = 1
+    next_pane: int = 1
+
+
+@dataclass(eq=False)
+class _Tab:
+    tab_id: str
+    workspace: _Workspace
+    number: int
+    label: str
+    panes: list[_Pane] = field(default_factory=list)
+    active_pane: _Pane | None = None
+
+
+@dataclass(eq=False)
+class _Pane:
+    pane_id: str
+    terminal_id: str
+    tab: _Tab
+    argv: list[str]
+    columns: int
+    rows: int
+    start_dir: str
+    process: subprocess.Popen[bytes]
+    master_fd: int
+    master: trio.lowlevel.FdStream
+    screen: Screen
+    replies: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]]
+    agent: str | None = None
+    agent_name: str | None = None
+    agent_status: str = "unknown"
+    state_change_seq: int = 0
+    launch_pending: bool = False
+    interactive_ready: bool = False
+    label: str | None = None
+    title: str | None = None
+    terminal_title: str | None = None
+    alive: bool = True
+    started: bool = False
+    #: ``exited`` (the program ended), ``closed`` (closed through the API) or ``shutdown``.
+    end_reason: str | None = None
+    cancel_scope: trio.CancelScope | None = None
+    retired: trio.Event = field(default_factory=trio.Event)
+    changed: trio.Event = field(default_factory=trio.Event)
+    write_lock: trio.Lock = field(default_factory=trio.Lock)
+
+    @property
+    def workspace(self) -> _Workspace:
+        return self.tab.workspace
+
+    def notify(self) -> None:
+        """Wake everybody waiting for a change of this pane."""
+        event, self.changed = self.changed, trio.Event()
+        event.set()
+
+    def directories(self) -> tuple[str, str]:
+        """``(cwd, foreground_cwd)``: the program's directory and its foreground job's."""
+        try:
+            cwd = os.readlink(f"/proc/{self.process.pid}/cwd")
+        except OSError:
+            cwd = self.start_dir
+        foreground = cwd
+        with contextlib.suppress(OSError):
+            group = os.tcgetpgrp(self.master_fd)
+            foreground = os.readlink(f"/proc/{group}/cwd")
+        return cwd, foreground
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    types: frozenset[str]
+    entries: list[dict[str, Any]]
+    channel: trio.MemorySendChannel[bytes]
+
+    def push(self, line: bytes) -> None:
+        with contextlib.suppress(
+            trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
+        ):
+            self.channel.send_nowait(line)  # a full hub drops the event, as Herdr's ring does
+
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+# ---------------------------------------------------------------- the server
+
+
+class FakeHerdr:
+    """A Herdr server on a Unix socket, with panes that are real programs in PTYs.
+
+    Use ``await nursery.start(fake.serve)``; ``await fake.stop()`` (or cancelling
+    the nursery) kills every pane's process group and removes the socket file.
+    """
+
+    def __init__(
+        self,
+        socket_path: str | os.PathLike[str],
+        *,
+        protocol: int = 22,
+        snapshot: bool = True,
+        shell: str | Sequence[str] | None = None,
+        agent_ready_after: float | None = 0.5,
+    ) -> None:
+        """
+        Args:
+            socket_path: where to listen (a stale socket file there is replaced).
+            protocol: 16, 20 or 22; decides the method set, ``ping`` and shapes.
+            snapshot: ``False`` makes ``session.snapshot`` an unknown method.
+            shell: the program of panes made by ``tab.create`` (default ``bash
+                --norc --noprofile``, or ``/bin/sh`` without bash).
+            agent_ready_after: seconds after ``agent.start`` until the agent
+                counts as started (``launch_pending`` off, ``interactive_ready``
+                on, status ``idle``); ``None`` leaves it pending.
+        """
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}")
+        self.socket_path = os.fspath(socket_path)
+        self.protocol = protocol
+        self.version = _VERSIONS[protocol]
+        self.snapshot_supported = snapshot
+        self.agent_ready_after = agent_ready_after
+        if shell is None:
+            bash = "/bin/bash" if os.path.exists("/bin/bash") else None
+            self._shell = [bash, "--norc", "--noprofile"] if bash else ["/bin/sh"]
+        else:
+            self._shell = shlex.split(shell) if isinstance(shell, str) else list(shell)
+        self._methods = _method_names(protocol, snapshot)
+        self._method_set = frozenset(self._methods) | _PRIVATE_METHODS
+        self._subscription_types = _subscription_types(protocol)
+        #: Every request that decoded as a JSON object, in arrival order.
+        self.requests: list[dict[str, Any]] = []
+        self._workspaces: dict[str, _Workspace] = {}
+        self._tabs: dict[str, _Tab] = {}
+        self._panes: dict[str, _Pane] = {}
+        self._focused_workspace: _Workspace | None = None
+        self._next_workspace = 1
+        self._inputs: dict[str, bytearray] = {}
+        self._subscribers: set[_Subscriber] = set()
+        self._nursery: trio.Nursery | None = None
+        self._serving = False
+        self._stopping = False
+        self._stopped = trio.Event()
+        self._observers = 0
+        self._observers_idle = trio.Event()
+        self._socket_identity: tuple[int, int] | None = None
+        self._handlers: dict[str, Handler] = {
+            "ping": self._ping,
+            "session.snapshot": self._session_snapshot,
+            "workspace.list": self._workspace_list,
+            "workspace.get": self._workspace_get,
+            "tab.list": self._tab_list,
+            "tab.get": self._tab_get,
+            "tab.create": self._tab_create,
+            "pane.list": self._pane_list,
+            "pane.get": self._pane_get,
+            "pane.close": self._pane_close,
+            "pane.read": self._pane_read,
+            "pane.send_text": self._pane_send_text,
+            "pane.send_keys": self._pane_send_keys,
+            "pane.send_input": self._pane_send_input,
+            "pane.scroll": self._pane_scroll,
+            "agent.send": self._agent_send,
+            "agent.prompt": self._agent_prompt,
+            "agent.get": self._agent_get,
+            "agent.list": self._agent_list,
+            "agent.start": self._agent_start,
+        }
+
+    # ------------------------------------------------------------ test API: model
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The public methods this server accepts, in Herdr's enum order."""
+        return self._methods
+
+    def add_workspace(self, label: str, cwd: str | None = None) -> str:
+        """A new workspace (no tabs yet); the first one gets the focus."""
+        workspace = _Workspace(f"w{self._next_workspace}", label, cwd)
+        self._next_workspace += 1
+        self._workspaces[workspace.workspace_id] = workspace
+        if self._focused_workspace is None:
+            self._focused_workspace = workspace
+        self._emit("workspace_created", {"workspace": self._workspace_info(workspace)})
+        return workspace.workspace_id
+
+    def add_tab(self, workspace_id: str, label: str | None = None) -> str:
+        """A new tab at the end of the workspace (no panes yet)."""
+        workspace = self._workspace(workspace_id)
+        number = workspace.next_tab
+        workspace.next_tab += 1
+        tab = _Tab(f"{workspace.workspace_id}:t{number}", workspace, number, label or str(number))
+        workspace.tabs.append(tab)
+        self._tabs[tab.tab_id] = tab
+        if workspace.active_tab is None:
+            workspace.active_tab = tab
+        self._emit("tab_created", {"tab": self._tab_info(tab)})
+        return tab.tab_id
+
+    async def add_pane(
+        self,
+        tab_id: str,
+        command: str | Sequence[str],
+        *,
+        columns: int = 80,
+        rows: int = 24,
+        cwd: str | None = None,
+        agent: str | None = None,
+        agent_status: str = "unknown",
+        label: str | None = None,
+        env: Mapping[str, str] | None = None,
+        terminal_id: str | None = None,
+    ) -> str:
+        """Spawn ``command`` (a shell command line, or an argv) in a new pane of the tab."""
+        if agent_status not in _AGENT_STATUSES:
+            raise ValueError(f"agent_status must be one of {_AGENT_STATUSES}")
+        tab = self._tabs.get(tab_id)
+        if tab is None:
+            raise KeyError(f"no tab {tab_id}")
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        pane = self._spawn(tab, argv, columns, rows, cwd, env, terminal_id)
+        pane.agent = agent
+        pane.agent_status = agent_status
+        pane.label = label
+        await trio.lowlevel.checkpoint()
+        return pane.pane_id
+
+    def set_agent_status(self, pane_id: str, status: str) -> None:
+        """Change a pane's ``agent_status`` (pushes ``pane.updated`` and status events)."""
+        if status not in _AGENT_STATUSES:
+            raise ValueError(f"status must be one of {_AGENT_STATUSES}")
+        pane = self._live_pane(pane_id)
+        if pane.agent_status != status:
+            pane.agent_status = status
+            pane.state_change_seq += 1
+            self._status_changed(pane)
+
+    def set_agent(self, pane_id: str, agent: str | None, *, name: str | None = None) -> None:
+        """Mark (or unmark) the agent a pane hosts, as Herdr's detection would."""
+        pane = self._live_pane(pane_id)
+        pane.agent = agent
+        pane.agent_name = name
+        self._emit("pane_updated", {"pane": self._pane_info(pane)})
+
+    def set_pane_title(self, pane_id: str, title: str | None) -> None:
+        """Set ``PaneInfo.title`` (an integration-reported title)."""
+        pane = self._live_pane(pane_id)
+        pane.title = title
+        self._emit("pane_updated", {"pane": self._pane_info(pane)})
+
+    async def close_pane(self, pane_id: str) -> None:
+        """Close a pane as ``pane.close`` does: kill its programs, emit ``pane.closed``."""
+        pane = self._live_pane(pane_id)
+        await self._close(pane)
+
+    def pane_screen(self, pane_id: str) -> Screen:
+        """The libghostty screen of a live pane."""
+        return self._live_pane(pane_id).screen
+
+    def pane_pids(self) -> dict[str, int]:
+        """Process id of each live pane's program."""
+        return {pane_id: pane.process.pid for pane_id, pane in self._panes.items()}
+
+    def pane_ids(self) -> list[str]:
+        """Live panes in workspace → tab → pane order."""
+        return [p.pane_id for w in self._workspaces.values() for t in w.tabs for p in t.panes]
+
+    def terminal_id(self, pane_id: str) -> str:
+        return self._live_pane(pane_id).terminal_id
+
+    def received_input(self, pane_id: str) -> bytes:
+        """Everything written to the pane's PTY through any method (not terminal replies)."""
+        return bytes(self._inputs.get(pane_id, b""))
+
+    def requests_for(self, method: str) -> list[dict[str, Any]]:
+        """The decoded requests of one method."""
+        return [r for r in self.requests if r.get("method") == method]
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen until cancelled or stopped; kill every pane on the way out."""
+        if self._serving:
+            raise RuntimeError("already serving")
+        listener = await self._listen()
+        self._serving = True
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                for pane in list(self._panes.values()):
+                    if not pane.started:
+                        pane.started = True
+                        nursery.start_soon(self._run_pane, pane)
+                nursery.start_soon(self._accept, listener)
+                task_status.started()
+        finally:
+            self._nursery = None
+            self._serving = False
+            with trio.CancelScope(shield=True):
+                await listener.aclose()
+                await self._kill_unstarted()
+            self._remove_socket()
+            self._stopped.set()
+
+    async def stop(self) -> None:
+        """Close observe streams (``terminal.closed`` with no reason), kill panes, unlink."""
+        if self._nursery is not None:
+            self._stopping = True
+            for pane in list(self._panes.values()):
+                pane.notify()
+            if self._observers:
+                with trio.move_on_after(1.0):
+                    await self._observers_idle.wait()
+            self._nursery.cancel_scope.cancel()
+            await self._stopped.wait()
+        else:
+            await self._kill_unstarted()
+            self._remove_socket()
+
+    async def _listen(self) -> trio.SocketListener:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        try:
+            await sock.bind(self.socket_path)
+            os.chmod(self.socket_path, 0o600)
+            sock.listen(64)
+        except BaseException:
+            sock.close()
+            raise
+        stat = os.stat(self.socket_path)
+        self._socket_identity = (stat.st_dev, stat.st_ino)
+        return trio.SocketListener(sock)
+
+    def _remove_socket(self) -> None:
+        try:
+            stat = os.stat(self.socket_path)
+        except FileNotFoundError:
+            return
+        if self._socket_identity in (None, (stat.st_dev, stat.st_ino)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.socket_path)
+
+    async def _accept(self, listener: trio.SocketListener) -> None:
+        while True:
+            stream = await listener.accept()
+            assert self._nursery is not None
+            self._nursery.start_soon(self._connection, stream)
+
+    async def _kill_unstarted(self) -> None:
+        for pane in list(self._panes.values()):
+            if not pane.started:
+                pane.end_reason = "shutdown"
+                await self._retire(pane)
+
+    # ------------------------------------------------------------ panes
+
+    def _spawn(
+        self,
+        tab: _Tab,
+        argv: list[str],
+        columns: int,
+        rows: int,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        terminal_id: str | None,
+    ) -> _Pane:
+        workspace = tab.workspace
+        pane_id = f"{workspace.workspace_id}:p{workspace.next_pane}"
+        start_dir = cwd or workspace.cwd or os.getcwd()
+        master_fd, slave_fd = os.openpty()
+        fcntl.ioctl(slave_fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        environment = dict(os.environ)
+        environment.pop("LINES", None)
+        environment.pop("COLUMNS", None)
+        environment.update(env or {})
+        environment.update(
+            TERM="xterm-256color",
+            HERDR_SOCKET_PATH=self.socket_path,
+            HERDR_PANE_ID=pane_id,
+            HERDR_ENV="1",
+        )
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=slave_fd,
+                stdout=slave_fd,
+                stderr=slave_fd,
+                cwd=start_dir,
+                env=environment,
+                start_new_session=True,
+                preexec_fn=_set_controlling_tty,
+                close_fds=True,
+            )
+        except OSError:
+            os.close(master_fd)
+            os.close(slave_fd)
+            raise
+        os.close(slave_fd)
+        workspace.next_pane += 1
+        replies = trio.open_memory_channel[bytes](_REPLY_QUEUE)
+
+        def reply(data: bytes) -> None:
+            # Answers to the program's terminal queries (DSR, DA …) go back in order.
+            with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+                replies[0].send_nowait(data)
+
+        pane = _Pane(
+            pane_id=pane_id,
+            terminal_id=terminal_id or f"term_{secrets.token_hex(7)}",
+            tab=tab,
+            argv=argv,
+            columns=columns,
+            rows=rows,
+            start_dir=start_dir,
+            process=process,
+            master_fd=master_fd,
+            master=trio.lowlevel.FdStream(master_fd),
+            screen=Screen(columns, rows, on_reply=reply),
+            replies=replies,
+        )
+        tab.panes.append(pane)
+        if tab.active_pane is None:
+            tab.active_pane = pane
+        self._panes[pane_id] = pane
+        self._inputs[pane_id] = bytearray()
+        if self._nursery is not None:
+            pane.started = True
+            self._nursery.start_soon(self._run_pane, pane)
+        self._emit("pane_created", {"pane": self._pane_info(pane)})
+        self._emit("layout_updated", {"layout": self._layout(tab)})
+        return pane
+
+    async def _run_pane(self, pane: _Pane) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                pane.cancel_scope = nursery.cancel_scope
+                drained = trio.Event()
+                nursery.start_soon(self._pump, pane, drained)
+                nursery.start_soon(self._write_replies, pane)
+                nursery.start_soon(self._wait_exit, pane, drained)
+        finally:
+            if pane.end_reason is None:
+                pane.end_reason = "shutdown"
+            with trio.CancelScope(shield=True):
+                await self._retire(pane)
+
+    async def _pump(self, pane: _Pane, drained: trio.Event) -> None:
+        try:
+            while True:
+                try:
+                    data = await pane.master.receive_some(_READ_BYTES)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break  # EIO: nothing holds the PTY open any more
+                if not data:
+                    break
+                pane.screen.feed(data)
+                title = pane.screen.title
+                if title != pane.terminal_title:
+                    pane.terminal_title = title
+                    self._emit("pane_updated", {"pane": self._pane_info(pane)})
+                pane.notify()
+        finally:
+            drained.set()
+        if pane.end_reason is None:
+            pane.end_reason = "exited"
+        assert pane.cancel_scope is not None
+        pane.cancel_scope.cancel()
+
+    async def _wait_exit(self, pane: _Pane, drained: trio.Event) -> None:
+        await trio.to_thread.run_sync(pane.process.wait, abandon_on_cancel=True)
+        with trio.move_on_after(0.2):
+            await drained.wait()  # let the last output reach the screen
+        if pane.end_reason is None:
+            pane.end_reason = "exited"
+        assert pane.cancel_scope is not None
+        pane.cancel_scope.cancel()
+
+    async def _write_replies(self, pane: _Pane) -> None:
+        async for data in pane.replies[1]:
+            try:
+                async with pane.write_lock:
+                    await pane.master.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+
+    async def _close(self, pane: _Pane) -> None:
+        if pane.end_reason is None:
+            pane.end_reason = "closed"
+        if pane.started and pane.cancel_scope is not None:
+            pane.cancel_scope.cancel()
+            await pane.retired.wait()
+        elif pane.started:
+            await pane.retired.wait()
+        else:
+            await self._retire(pane)
+
+    async def _retire(self, pane: _Pane) -> None:
+        """Remove the pane, tell subscribers and observers, then end its processes."""
+        if not pane.alive:
+            await pane.retired.wait()
+            return
+        pane.alive = False
+        reason = pane.end_reason or "shutdown"
+        tab = pane.tab
+        if pane in tab.panes:
+            tab.panes.remove(pane)
+        if tab.active_pane is pane:
+            tab.active_pane = tab.panes[0] if tab.panes else None
+        self._panes.pop(pane.pane_id, None)
+        pane.notify()
+        data = {"pane_id": pane.pane_id, "workspace_id": pane.workspace.workspace_id}
+        if reason == "exited":
+            self._emit("pane_exited", dict(data))
+        if reason in ("exited", "closed"):
+            self._emit("pane_closed", dict(data))
+            self._emit("layout_updated", {"layout": self._layout(tab)})
+        try:
+            await self._reap(pane)
+        finally:
+            pane.replies[0].close()
+            with contextlib.suppress(OSError, trio.ClosedResourceError):
+                await pane.master.aclose()
+            pane.retired.set()
+
+    async def _reap(self, pane: _Pane) -> None:
+        """Hang up the pane's process groups, then kill them if they linger."""
+        groups = {pane.process.pid}
+        with contextlib.suppress(OSError):
+            groups.add(os.tcgetpgrp(pane.master_fd))
+        for sig, grace in ((signal.SIGHUP, 1.0), (signal.SIGKILL, 5.0)):
+            for group in groups:
+                with contextlib.suppress(OSError):
+                    os.killpg(group, sig)
+            code = await trio.to_thread.run_sync(_wait_for, pane.process, grace)
+            if code is not None:
+                # The program is gone; hang up what it left in the foreground too.
+                for group in groups - {pane.process.pid}:
+                    with contextlib.suppress(OSError):
+                        os.killpg(group, signal.SIGKILL)
+                return
+
+    async def _write(self, pane: _Pane, data: bytes) -> None:
+        """Input to the pane's program (recorded for :meth:`received_input`)."""
+        self._inputs.setdefault(pane.pane_id, bytearray()).extend(data)
+        try:
+            async with pane.write_lock:
+                await pane.master.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise _ApiError("pane_send_failed", f"pane {pane.pane_id} is gone") from exc
+
+    # ------------------------------------------------------------ records
+
+    def _workspace(self, workspace_id: str) -> _Workspace:
+        workspace = self._workspaces.get(workspace_id)
+        if workspace is None:
+            raise KeyError(f"no workspace {workspace_id}")
+        return workspace
+
+    def _live_pane(self, pane_id: str) -> _Pane:
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            raise KeyError(f"no pane {pane_id}")
+        return pane
+
+    def _pane(self, pane_id: str) -> _Pane:
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            raise _ApiError("pane_not_found", f"pane {pane_id} not found")
+        return pane
+
+    def _focused_tab(self) -> _Tab | None:
+        workspace = self._focused_workspace
+        return workspace.active_tab if workspace is not None else None
+
+    def _is_focused(self, pane: _Pane) -> bool:
+        return self._focused_tab() is pane.tab and pane.tab.active_pane is pane
+
+    def _rollup(self, panes: Sequence[_Pane]) -> str:
+        statuses = [p.agent_status for p in panes] or ["unknown"]
+        return max(statuses, key=lambda s: _STATUS_PRIORITY[s])
+
+    def _workspace_info(self, workspace: _Workspace) -> dict[str, Any]:
+        panes = [p for t in workspace.tabs for p in t.panes]
+        active = workspace.active_tab
+        return {
+            "workspace_id": workspace.workspace_id,
+            "number": list(self._workspaces).index(workspace.workspace_id) + 1,
+            "label": workspace.label,
+            "focused": workspace is self._focused_workspace,
+            "pane_count": len(panes),
+            "tab_count": len(workspace.tabs),
+            "active_tab_id": active.tab_id if active is not None else "",
+            "agent_status": self._rollup(panes),
+        }
+
+    def _tab_info(self, tab: _Tab) -> dict[str, Any]:
+        return {
+            "tab_id": tab.tab_id,
+            "workspace_id": tab.workspace.workspace_id,
+            "number": tab.number,
+            "label": tab.label,
+            "focused": self._focused_tab() is tab,
+            "pane_count": len(tab.panes),
+            "agent_status": self._rollup(tab.panes),
+        }
+
+    def _pane_info(self, pane: _Pane) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "pane_id": pane.pane_id,
+            "terminal_id": pane.terminal_id,
+            "workspace_id": pane.workspace.workspace_id,
+            "tab_id": pane.tab.tab_id,
+            "focused": self._is_focused(pane),
+        }
+        cwd, foreground = pane.directories()
+        info["cwd"] = cwd
+        info["foreground_cwd"] = foreground
+        if pane.agent:
+            info["agent"] = pane.agent
+        if pane.label is not None:
+            info["label"] = pane.label
+        if pane.title is not None:
+            info["title"] = pane.title
+        if pane.terminal_title:
+            info["terminal_title"] = pane.terminal_title
+            info["terminal_title_stripped"] = _strip_title(pane.terminal_title)
+        info["agent_status"] = pane.agent_status
+        info["scroll"] = _scroll_info(pane.screen)
+        info["revision"] = 0
+        return info
+
+    def _agent_info(self, pane: _Pane) -> dict[str, Any]:
+        info: dict[str, Any] = {"terminal_id": pane.terminal_id}
+        if pane.agent_name:
+            info["name"] = pane.agent_name
+        if pane.agent:
+            info["agent"] = pane.agent
+        if pane.terminal_title:
+            info["terminal_title"] = pane.terminal_title
+            info["terminal_title_stripped"] = _strip_title(pane.terminal_title)
+        info.update(
+            agent_status=pane.agent_status,
+            workspace_id=pane.workspace.workspace_id,
+            tab_id=pane.tab.tab_id,
+            pane_id=pane.pane_id,
+            focused=self._is_focused(pane),
+        )
+        if self.protocol >= 17:
+            if pane.interactive_ready:
+                info["interactive_ready"] = True
+            if pane.launch_pending:
+                info["launch_pending"] = True
+            info["state_change_seq"] = pane.state_change_seq
+        cwd, foreground = pane.directories()
+        info["cwd"] = cwd
+        info["foreground_cwd"] = foreground
+        info["revision"] = 0
+        return info
+
+    def _layout(self, tab: _Tab) -> dict[str, Any]:
+        """A ``PaneLayoutSnapshot``: panes side by side; split panes get a border cell."""
+        panes = tab.panes
+        entries, splits = [], []
+        if len(panes) <= 1:
+            width, height = (panes[0].columns, panes[0].rows) if panes else (80, 24)
+            for pane in panes:
+                rect = {"x": 0, "y": 0, "width": width, "height": height}
+                entries.append({"pane_id": pane.pane_id, "focused": True, "rect": rect})
+        else:
+            x = 0
+            height = max(p.rows for p in panes) + 2
+            for pane in panes:
+                rect = {"x": x, "y": 0, "width": pane.columns + 2, "height": pane.rows + 2}
+                focused = tab.active_pane is pane
+                entries.append({"pane_id": pane.pane_id, "focused": focused, "rect": rect})
+                x += pane.columns + 2
+            width = x
+            left = 0
+            for index, pane in enumerate(panes[:-1]):
+                rest = width - left
+                splits.append(
+                    {
+                        "id": f"{tab.tab_id}:s{index + 1}",
+                        "direction": "right",
+                        "ratio": round((pane.columns + 2) / rest, 4),
+                        "rect": {"x": left, "y": 0, "width": rest, "height": height},
+                    }
+                )
+                left += pane.columns + 2
+        active = tab.active_pane
+        return {
+            "workspace_id": tab.workspace.workspace_id,
+            "tab_id": tab.tab_id,
+            "zoomed": False,
+            "area": {"x": 0, "y": 0, "width": width, "height": height},
+            "focused_pane_id": active.pane_id if active is not None else "",
+            "panes": entries,
+            "splits": splits,
+        }
+
+    def _all_panes(self) -> list[_Pane]:
+        return [p for w in self._workspaces.values() for t in w.tabs for p in t.panes]
+
+    def _all_tabs(self) -> list[_Tab]:
+        return [t for w in self._workspaces.values() for t in w.tabs]
+
+    # ------------------------------------------------------------ events
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Push a lifecycle event (``pane_created`` …) to matching subscribers."""
+        if not self._subscribers:
+            return
+        prefix, _, rest = kind.partition("_")
+        dotted = f"{prefix}.{rest}"
+        line = _dumps({"event": kind, "data": {"type": kind, **data}})
+        for subscriber in list(self._subscribers):
+            if dotted in subscriber.types:
+                subscriber.push(line)
+
+    def _status_changed(self, pane: _Pane) -> None:
+        self._emit("pane_updated", {"pane": self._pane_info(pane)})
+        for subscriber in list(self._subscribers):
+            for entry in subscriber.entries:
+                if self._status_entry_matches(entry, pane):
+                    subscriber.push(self._status_event(pane))
+
+    @staticmethod
+    def _status_entry_matches(entry: Mapping[str, Any], pane: _Pane) -> bool:
+        return (
+            entry.get("type") == "pane.agent_status_changed"
+            and entry.get("pane_id") == pane.pane_id
+            and entry.get("agent_status") in (None, pane.agent_status)
+        )
+
+    def _status_event(self, pane: _Pane) -> bytes:
+        data: dict[str, Any] = {
+            "pane_id": pane.pane_id,
+            "workspace_id": pane.workspace.workspace_id,
+            "agent_status": pane.agent_status,
+        }
+        if pane.agent:
+            data["agent"] = pane.agent
+        if pane.title is not None:
+            data["title"] = pane.title
+        return _dumps({"event": "pane.agent_status_changed", "data": data})
+
+    # ------------------------------------------------------------ connections
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            try:
+                line = await self._read_line(stream)
+                if line is None:
+                    return
+                await self._answer(stream, line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+    @staticmethod
+    async def _read_line(stream: trio.SocketStream) -> bytes | None:
+        """The first line (without its newline); ``None`` when late, too long or absent."""
+        buffer = bytearray()
+        with trio.move_on_after(REQUEST_TIMEOUT):
+            while True:
+                end = buffer.find(b"\n")
+                if end >= 0:
+                    return bytes(buffer[:end]) if end <= MAX_REQUEST_BYTES else None
+                if len(buffer) > MAX_REQUEST_BYTES:
+                    return None  # Herdr drops it: "api request line is too large"
+                chunk = await stream.receive_some(8192)
+                if not chunk:
+                    return bytes(buffer) if buffer else None
+                buffer += chunk
+        return None
+
+    @staticmethod
+    async def _send(stream: trio.SocketStream, line: bytes) -> bool:
+        with trio.move_on_after(WRITE_TIMEOUT):
+            try:
+                await stream.send_all(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return False
+            return True
+        return False
+
+    @staticmethod
+    def _error(request_id: str, code: str, message: str) -> bytes:
+        return _dumps({"id": request_id, "error": {"code": code, "message": message}})
+
+    async def _answer(self, stream: trio.SocketStream, line: bytes) -> None:
+        try:
+            value = _parse_json(line)
+        except _InvalidRequest as exc:
+            await self._send(stream, self._error("", "invalid_request", f"invalid request: {exc}"))
+            return
+        if isinstance(value, dict):
+            self.requests.append(value)
+        try:
+            request_id, method, params = _check_request(
+                value, self._method_set, self._methods, self._subscription_types
+            )
+        except _InvalidRequest as exc:
+            message = f"invalid request: {exc} at line 1 column {len(line)}"
+            await self._send(stream, self._error("", "invalid_request", message))
+            return
+        if method == "events.subscribe":
+            await self._subscribe(stream, request_id, params)
+            return
+        if method == "fake.observe":
+            await self._observe(stream, params)
+            return
+        handler = self._handlers.get(method)
+        try:
+            if handler is None:
+                raise _ApiError("not_implemented", f"the fake Herdr does not implement {method}")
+            result = await handler(params)
+        except _ApiError as exc:
+            await self._send(stream, self._error(request_id, exc.code, exc.message))
+            return
+        except Exception as exc:
+            logger.exception("fake herdr: %s failed", method)
+            await self._send(stream, self._error(request_id, "internal_error", str(exc)))
+            return
+        await self._send(stream, _dumps({"id": request_id, "result": result}))
+
+    @staticmethod
+    async def _watch_peer(stream: trio.SocketStream, scope: trio.CancelScope) -> None:
+        """Cancel ``scope`` when the client hangs up (anything it sends is ignored)."""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            while await stream.receive_some(4096):
+                pass
+        scope.cancel()
+
+    # ------------------------------------------------------------ events.subscribe
+
+    async def _subscribe(
+        self, stream: trio.SocketStream, request_id: str, params: dict[str, Any]
+    ) -> None:
+        entries: list[dict[str, Any]] = params["subscriptions"]
+        for entry in entries:
+            if entry["type"] in _PANE_SCOPED_TYPES and entry["pane_id"] not in self._panes:
+                pane_id = entry["pane_id"]
+                await self._send(
+                    stream, self._error(request_id, "pane_not_found", f"pane {pane_id} not found")
+                )
+                return
+            if entry["type"] == "pane.output_matched" and entry["match"]["type"] == "regex":
+                try:
+                    re.compile(entry["match"]["value"])
+                except re.error as exc:
+                    await self._send(stream, self._error(request_id, "invalid_regex", str(exc)))
+                    return
+        send, receive = trio.open_memory_channel[bytes](_EVENT_QUEUE)
+        types = frozenset(e["type"] for e in entries if e["type"] not in _PANE_SCOPED_TYPES)
+        subscriber = _Subscriber(types, entries, send)
+        ack = _dumps({"id": request_id, "result": {"type": "subscription_started"}})
+        if not await self._send(stream, ack):
+            return
+        self._subscribers.add(subscriber)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_peer, stream, nursery.cancel_scope)
+                for entry in entries:
+                    pane = self._panes.get(entry.get("pane_id") or "")
+                    if pane is None:
+                        continue
+                    if self._status_entry_matches(entry, pane) and "agent_status" in entry:
+                        subscriber.push(self._status_event(pane))
+                    elif entry["type"] == "pane.output_matched":
+                        nursery.start_soon(self._watch_output, pane, entry, subscriber)
+                    elif entry["type"] == "pane.scroll_changed":
+                        nursery.start_soon(self._watch_scroll, pane, subscriber)
+                async for line in receive:
+                    if not await self._send(stream, line):
+                        break
+                nursery.cancel_scope.cancel()
+        finally:
+            self._subscribers.discard(subscriber)
+            send.close()
+
+    async def _watch_output(
+        self, pane: _Pane, entry: Mapping[str, Any], subscriber: _Subscriber
+    ) -> None:
+        source = "recent_unwrapped" if entry["source"] == "recent" else entry["source"]
+        match = entry["match"]
+        pattern = re.compile(match["value"]) if match["type"] == "regex" else None
+        armed = True
+        while pane.alive:
+            changed = pane.changed
+            text, truncated = read_screen(pane.screen, source, "text", entry.get("lines"))
+            found = next(
+                (
+                    line
+                    for line in text.split("\n")
+                    if (pattern.search(line) if pattern else match["value"] in line)
+                ),
+                None,
+            )
+            if found is not None and armed:
+                armed = False
+                read = self._read_record(pane, source, "text", text, truncated)
+                event = {"pane_id": pane.pane_id, "matched_line": found, "read": read}
+                subscriber.push(_dumps({"event": "pane.output_matched", "data": event}))
+            elif found is None:
+                armed = True
+            await changed.wait()
+            await trio.sleep(_SUBSCRIPTION_TICK)
+
+    async def _watch_scroll(self, pane: _Pane, subscriber: _Subscriber) -> None:
+        last = _scroll_info(pane.screen)
+        while pane.alive:
+            changed = pane.changed
+            await changed.wait()
+            if not pane.alive:
+                return
+            scroll = _scroll_info(pane.screen)
+            if scroll != last:
+                last = scroll
+                data = {
+                    "pane_id": pane.pane_id,
+                    "workspace_id": pane.workspace.workspace_id,
+                    "scroll": scroll,
+                }
+                subscriber.push(_dumps({"event": "pane.scroll_changed", "data": data}))
+            await trio.sleep(_SUBSCRIPTION_TICK)
+
+    # ------------------------------------------------------------ fake.observe
+
+    def _terminal_target(self, target: str) -> _Pane | None:
+        for pane in self._panes.values():
+            if target in (pane.terminal_id, pane.pane_id) or (
+                pane.agent_name is not None and pane.agent_name == target
+            ):
+                return pane
+        return None
+
+    async def _observe(self, stream: trio.SocketStream, params: dict[str, Any]) -> None:
+        target: str = params["target"]
+        columns = max(1, params.get("cols") or _OBSERVE_COLUMNS)
+        rows = max(1, params.get("rows") or _OBSERVE_ROWS)
+        pane = self._terminal_target(target)
+        if pane is None:
+            reason = f"terminal session observe failed: terminal target {target} not found"
+            await self._send(stream, _dumps({"closed": reason}))
+            return
+        encoder = FrameEncoder(columns, rows)
+        seq = 0
+        self._observers += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_peer, stream, nursery.cancel_scope)
+                while True:
+                    changed = pane.changed
+                    if self._stopping:
+                        await self._send(stream, _dumps({"closed": None}))
+                        break
+                    if not pane.alive:
+                        reason = f"terminal attach ended: terminal {pane.terminal_id} not found"
+                        await self._send(stream, _dumps({"closed": reason}))
+                        break
+                    frame = encoder.encode(pane.screen)
+                    if frame is not None:
+                        seq += 1
+                        full, data = frame
+                        line = _dumps(
+                            {
+                                "seq": seq,
+                                "full": full,
+                                "width": columns,
+                                "height": rows,
+                                "bytes": base64.b64encode(data).decode(),
+                            }
+                        )
+                        if not await self._send(stream, line):
+                            break
+                        await trio.sleep(_FRAME_INTERVAL)
+                    await changed.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._observers -= 1
+            if not self._observers:
+                self._observers_idle.set()
+
+    # ------------------------------------------------------------ methods
+
+    async def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {"live_handoff": True, "detached_server_daemon": True}
+        if self.protocol >= 22:
+            capabilities.update(
+                endpoint_protocol_generation=1, surface_interest=True, health_check=True
+            )
+        return {
+            "type": "pong",
+            "version": self.version,
+            "protocol": self.protocol,
+            "capabilities": capabilities,
+        }
+
+    async def _session_snapshot(self, params: dict[str, Any]) -> dict[str, Any]:
+        snapshot: dict[str, Any] = {"version": self.version, "protocol": self.protocol}
+        workspace = self._focused_workspace
+        tab = self._focused_tab()
+        if workspace is not None:
+            snapshot["focused_workspace_id"] = workspace.workspace_id
+        if tab is not None:
+            snapshot["focused_tab_id"] = tab.tab_id
+            if tab.active_pane is not None:
+                snapshot["focused_pane_id"] = tab.active_pane.pane_id
+        panes = self._all_panes()
+        snapshot.update(
+            workspaces=[self._workspace_info(w) for w in self._workspaces.values()],
+            tabs=[self._tab_info(t) for t in self._all_tabs()],
+            panes=[self._pane_info(p) for p in panes],
+            layouts=[self._layout(t) for t in self._all_tabs()],
+            agents=[self._agent_info(p) for p in panes if p.agent or p.agent_name],
+        )
+        return {"type": "session_snapshot", "snapshot": snapshot}
+
+    def _workspace_param(self, params: Mapping[str, Any]) -> _Workspace | None:
+        workspace_id = params.get("workspace_id")
+        if workspace_id is None:
+            return None
+        workspace = self._workspaces.get(workspace_id)
+        if workspace is None:
+            raise _ApiError("workspace_not_found", f"workspace {workspace_id} not found")
+        return workspace
+
+    async def _workspace_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        workspaces = [self._workspace_info(w) for w in self._workspaces.values()]
+        return {"type": "workspace_list", "workspaces": workspaces}
+
+    async def _workspace_get(self, params: dict[str, Any]) -> dict[str, Any]:
+        workspace = self._workspace_param(params)
+        assert workspace is not None
+        return {"type": "workspace_info", "workspace": self._workspace_info(workspace)}
+
+    async def _tab_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        workspace = self._workspace_param(params)
+        tabs = workspace.tabs if workspace is not None else self._all_tabs()
+        return {"type": "tab_list", "tabs": [self._tab_info(t) for t in tabs]}
+
+    async def _tab_get(self, params: dict[str, Any]) -> dict[str, Any]:
+        tab = self._tabs.get(params["tab_id"])
+        if tab is None or tab not in tab.workspace.tabs:
+            raise _ApiError("tab_not_found", f"tab {params['tab_id']} not found")
+        return {"type": "tab_info", "tab": self._tab_info(tab)}
+
+    async def _tab_create(self, params: dict[str, Any]) -> dict[str, Any]:
+        workspace = self._workspace_param(params) or self._focused_workspace
+        if workspace is None:
+            raise _ApiError("workspace_not_found", "no active workspace")
+        cwd = params.get("cwd")
+        if cwd is not None and not os.path.isdir(cwd):
+            raise _ApiError("tab_create_failed", f"cwd {cwd} is not a directory")
+        tab = self._tabs[self.add_tab(workspace.workspace_id, params.get("label"))]
+        pane = self._spawn(tab, list(self._shell), 80, 24, cwd, params.get("env"), None)
+        if params.get("focus"):
+            self._focused_workspace = workspace
+            workspace.active_tab = tab
+            self._emit(
+                "tab_focused", {"tab_id": tab.tab_id, "workspace_id": workspace.workspace_id}
+            )
+        return {
+            "type": "tab_created",
+            "tab": self._tab_info(tab),
+            "root_pane": self._pane_info(pane),
+        }
+
+    async def _pane_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        workspace = self._workspace_param(params)
+        panes = [p for p in self._all_panes() if workspace is None or p.workspace is workspace]
+        return {"type": "pane_list", "panes": [self._pane_info(p) for p in panes]}
+
+    async def _pane_get(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "pane_info", "pane": self._pane_info(self._pane(params["pane_id"]))}
+
+    async def _pane_close(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self._close(self._pane(params["pane_id"]))
+        return {"type": "ok"}
+
+    def _read_record(
+        self, pane: _Pane, source: str, fmt: str, text: str, truncated: bool
+    ) -> dict[str, Any]:
+        return {
+            "pane_id": pane.pane_id,
+            "workspace_id": pane.workspace.workspace_id,
+            "tab_id": pane.tab.tab_id,
+            "source": source,
+            "format": fmt,
+            "text": text,
+            "revision": 0,
+            "truncated": truncated,
+        }
+
+    async def _pane_read(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._pane(params["pane_id"])
+        source: str = params["source"]
+        fmt: str = params.get("format") or "text"
+        text, truncated = read_screen(pane.screen, source, fmt, params.get("lines"))
+        return {"type": "pane_read", "read": self._read_record(pane, source, fmt, text, truncated)}
+
+    async def _pane_send_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._pane(params["pane_id"])
+        await self._write(pane, params["text"].encode())
+        return {"type": "ok"}
+
+    def _keys(self, pane: _Pane, keys: Sequence[str]) -> bytes:
+        data = bytearray()
+        application_cursor = pane.screen.mode(1)
+        for key in keys:
+            try:
+                data += encode_key(
+                    key,
+                    application_cursor=application_cursor,
+                    allow_tmux_alias=self.protocol >= 20,
+                )
+            except ValueError:
+                raise _ApiError("invalid_key", f"unsupported key {key}") from None
+        return bytes(data)
+
+    def _paste(self, pane: _Pane, text: str) -> bytes:
+        data = text.encode()
+        if pane.screen.mode(2004):
+            return b"\x1b[200~" + data + b"\x1b[201~"
+        return data
+
+    async def _pane_send_keys(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._pane(params["pane_id"])
+        await self._write(pane, self._keys(pane, params["keys"]))
+        return {"type": "ok"}
+
+    async def _pane_send_input(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._pane(params["pane_id"])
+        keys = self._keys(pane, params.get("keys") or [])
+        text = params.get("text")
+        data = (self._paste(pane, text) if text else b"") + keys
+        if data:
+            await self._write(pane, data)
+        return {"type": "ok"}
+
+    async def _pane_scroll(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._pane(params["pane_id"])
+        screen = pane.screen
+        before = _scroll_info(screen)
+        offset = min(params["offset_from_bottom"], before["max_offset_from_bottom"])
+        screen.scroll_to_bottom()
+        if offset:
+            screen.scroll_viewport(-offset)
+        pane.notify()
+        return {"type": "pane_info", "pane": self._pane_info(pane)}
+
+    def _agent_target(self, target: str) -> _Pane:
+        pane = self._panes.get(target)
+        if pane is None:
+            pane = next((p for p in self._panes.values() if p.agent_name == target), None)
+        if pane is None:
+            raise _ApiError("agent_not_found", f"agent target {target} not found")
+        return pane
+
+    async def _agent_send(self, params: dict[str, Any]) -> dict[str, Any]:
+        pane = self._agent_target(params["target"])
+        await self._write(pane, params["text"].encode())
+        return {"type": "ok"}
+
+    async def _agent_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        target: str = params["target"]
+        pane = self._agent_target(target)
+        if not (pane.agent or pane.agent_name) or pane.launch_pending:
+            raise _ApiError("agent_not_ready", f"agent {target} is not an active named agent")
+        if not params["text"]:
+            raise _ApiError("empty_agent_prompt", "agent prompt must not be empty")
+        if pane.agent_status == "blocked":
+            raise _ApiError(
+                "agent_blocked", f"agent {target} is blocked and requires interactive input"
+            )
+        result = {"type": "agent_prompted", "agent": self._agent_info(pane)}
+        await self._write(pane, self._paste(pane, params["text"]))
+        assert self._nursery is not None
+        self._nursery.start_soon(self._submit_later, pane)
+        return result
+
+    async def _submit_later(self, pane: _Pane) -> None:
+        await trio.sleep(_PROMPT_ENTER_DELAY)
+        if pane.alive:
+            with contextlib.suppress(_ApiError):
+                await self._write(pane, b"\r")
+
+    async def _agent_get(self, params: dict[str, Any]) -> dict[str, Any]:
+        target: str = params["target"]
+        pane = self._agent_target(target)
+        if not (pane.agent or pane.agent_name):
+            raise _ApiError("agent_not_found", f"agent target {target} not found")
+        return {"type": "agent_info", "agent": self._agent_info(pane)}
+
+    async def _agent_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        panes = [p for p in self._all_panes() if p.agent or p.agent_name]
+        return {"type": "agent_list", "agents": [self._agent_info(p) for p in panes]}
+
+    async def _agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        name: str = params["name"]
+        kind: str = params["kind"]
+        if not _AGENT_NAME.fullmatch(name):
+            raise _ApiError(
+                "invalid_agent_name",
+                "agent name must start with a lowercase letter and contain only lowercase "
+                "letters, digits, '-' or '_' (1-32 characters)",
+            )
+        timeout = params.get("timeout_ms")
+        if timeout is not None and not 3000 < timeout <= 300_000:
+            raise _ApiError(
+                "invalid_agent_timeout",
+                "agent start timeout must be greater than 3000ms and at most 300000ms",
+            )
+        pane_id: str = params["pane_id"]
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            raise _ApiError("agent_pane_not_found", f"agent target pane {pane_id} not found")
+        taken = next((p for p in self._panes.values() if p.agent_name == name), None)
+        if taken is not None:
+            raise _ApiError(
+                "agent_name_taken",
+                f"agent name {name} is already used; candidates: "
+                f"terminal_id={taken.terminal_id} pane_id={taken.pane_id}",
+            )
+        if pane.agent or pane.agent_name:
+            raise _ApiError(
+                "agent_pane_busy", f"agent target pane {pane_id} is not an available shell"
+            )
+        argv = [kind.lower(), *params.get("args", [])]
+        pane.agent = kind.lower()
+        pane.agent_name = name
+        pane.launch_pending = True
+        pane.interactive_ready = False
+        await self._write(pane, shlex.join(argv).encode() + b"\r")
+        self._emit("pane_updated", {"pane": self._pane_info(pane)})
+        if self.agent_ready_after is not None:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._agent_ready_later, pane)
+        return {"type": "agent_started", "agent": self._agent_info(pane), "argv": argv}
+
+    async def _agent_ready_later(self, pane: _Pane) -> None:
+        assert self.agent_ready_after is not None
+        await trio.sleep(self.agent_ready_after)
+        if not pane.alive or not pane.launch_pending:
+            return
+        pane.launch_pending = False
+        pane.interactive_ready = True
+        if pane.agent_status != "idle":
+            pane.agent_status = "idle"
+            pane.state_change_seq += 1
+            self._status_changed(pane)
+        else:
+            self._emit("pane_updated", {"pane": self._pane_info(pane)})
+
+
+# ---------------------------------------------------------------- by hand
+
+
+async def _serve_demo(args: argparse.Namespace) -> None:
+    fake = FakeHerdr(args.socket, protocol=args.protocol, snapshot=not args.no_snapshot)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(fake.serve)
+        workspace = fake.add_workspace("demo", cwd=os.getcwd())
+        tab = fake.add_tab(workspace)
+        for command in args.panes or ["bash"]:
+            pane_id = await fake.add_pane(tab, command, columns=args.columns, rows=args.rows)
+            print(
+                f"pane {pane_id} ({fake.terminal_id(pane_id)}): {command}",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            f"fake Herdr {fake.version} (protocol {fake.protocol}) on {fake.socket_path}; "
+            "Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.herdr_fake", description="Serve a fake Herdr socket API."
+    )
+    parser.add_argument("--socket", required=True, help="Unix socket path to listen on")
+    parser.add_argument("--protocol", type=int, choices=PROTOCOLS, default=22)
+    parser.add_argument(
+        "--no-snapshot", action="store_true", help="an old server without session.snapshot"
+    )
+    parser.add_argument(
+        "--pane", action="append", dest="panes", metavar="COMMAND", help="(repeatable)"
+    )
+    parser.add_argument("--columns", type=int, default=80)
+    parser.add_argument("--rows", type=int, default=24)
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        trio.run(_serve_demo, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Receipts and CLI-shaped results."""
+
+from __future__ import annotations
+
+import uuid
+
+from mirror_host import control as c
+from mirror_host.commands.receipts import Admission, ReceiptBook
+from mirror_host.commands.responses import (
+    REQUEST_LIMIT,
+    cli_error,
+    cli_success,
+    grapheme_count,
+    rejected,
+)
+
+
+def test_receipts_dedupe_refuse_reuse_and_cap() -> None:
+    book = ReceiptBook(limit=2)
+    pane = uuid.uuid4()
+    first = uuid.uuid4()
+    command = c.AgentsInputCommand(pane=str(pane), prompt="hi")
+    assert book.admit(first, command, pane)[0] is Admission.NEW
+    assert book.admit(first, command, pane)[0] is Admission.DUPLICATE
+    other = c.AgentsInputCommand(pane=str(pane), prompt="bye")
+    assert book.admit(first, other, pane)[0] is Admission.REUSED
+    assert book.admit(uuid.uuid4(), command, pane)[0] is Admission.NEW
+    assert book.admit(uuid.uuid4(), command, pane) == (Admission.FULL, None)
+    receipt = book.get(first)
+    assert receipt is not None and not receipt.done
+    ReceiptBook.finish(receipt, {"ok": True})
+    ReceiptBook.finish(receipt, {"ok": False})  # only the first result counts
+    assert receipt.result == {"ok": True}
+
+
+def test_envelopes() -> None:
+    assert rejected(REQUEST_LIMIT) == {
+        "ok": False,
+        "command": "remote",
+        "schema_version": "prowl.remote.command.v1",
+        "error": {"code": "REMOTE_COMMAND_REJECTED", "message": REQUEST_LIMIT},
+    }
+    assert cli_success("agentsInput", {"input": {}})["command"] == "agents.input"  # type: ignore[index]
+    error = cli_error("create", "TARGET_NOT_FOUND", "x")
+    assert error["schema_version"] == "prowl.cli.create.v1"  # type: ignore[index]
+
+
+def test_grapheme_count_is_close_to_swift() -> None:
+    assert grapheme_count("hello") == 5
+    assert grapheme_count("e\u0301") == 1  # e + combining acute
+    assert grapheme_count("👍🏽") == 1  # skin tone modifier
+    assert grapheme_count("👩‍💻") == 1  # ZWJ sequence
+    assert grapheme_count("🇯🇵🇫🇷") == 2  # two flags
+    assert grapheme_count("中文") == 2
