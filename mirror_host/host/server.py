@@ -125,6 +125,7 @@ class Host:
         self._nursery: trio.Nursery | None = None
         self._window_changed = trio.Event()
         self._last_seen_dirty = trio.Event()
+        self._connections_changed = trio.Event()
         self._apply_psk_table()
         hub.attach(host_run_id=self.host_run_id)
 
@@ -151,6 +152,22 @@ class Host:
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await self._stop()
+
+    async def shutdown(self, *, grace_seconds: float = 2.0) -> None:
+        """Stop gracefully: subscribers get ``ended hostStopped`` and a moment to read it.
+
+        Call this before cancelling :meth:`serve`; cancellation alone closes
+        connections at once, without the last message.
+        """
+        self.hub.stop_all()
+        for connection in list(self.connections):
+            if not connection.session.is_closed:
+                connection.session.close("host stopped")
+            connection.kick()
+        with trio.move_on_after(grace_seconds):
+            while self.connections:
+                await self._connections_changed.wait()
+                self._connections_changed = trio.Event()
 
     async def _stop(self) -> None:
         self.hub.stop_all()
@@ -256,6 +273,7 @@ class Host:
     def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
         """Release the connection's lease and count a failure if it was one."""
         self.connections.discard(connection)
+        self._connections_changed.set()
         self.hub.release(connection)
         if event.is_failure:
             self.failures.record(connection.peer_host, trio.current_time())

@@ -72,7 +72,7 @@ async def run_host(
             bound = await nursery.start(host.serve)
             nursery.start_soon(serve_admin, host, admin_listener)
             # Handlers are in place before serve.json tells anyone we are up.
-            await nursery.start(_stop_on_signal, nursery.cancel_scope)
+            await nursery.start(_stop_on_signal, host, nursery.cancel_scope)
             status = {
                 "listen": f"{bound[0]}:{bound[1]}",
                 "pid": os.getpid(),
@@ -94,11 +94,16 @@ async def run_host(
 
 
 async def _stop_on_signal(
-    scope: trio.CancelScope, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    host: Host,
+    scope: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         async for signum in signals:
             logger.info("received %s, stopping", signal.Signals(signum).name)
+            # Tell subscribers first (ended hostStopped), then tear everything down.
+            await host.shutdown()
             scope.cancel()
             return

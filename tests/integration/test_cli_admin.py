@@ -200,3 +200,23 @@ def test_help_explains_every_command() -> None:
         timeout=30,
     )
     assert "--local-command" in serve_help.stdout and "--pair" in serve_help.stdout
+
+
+async def test_sigterm_tells_subscribers_the_host_stopped(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    from mirror_host import control as c
+    from tests.integration.mirror_helpers import next_frame, subscribe
+
+    state_dir, port, process = served
+    ticket = json.loads(
+        (await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json"))).stdout
+    )
+    credential = await pair_device("127.0.0.1", port, ticket["code"], "Watcher")
+    async with login("127.0.0.1", port, credential) as client:
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(client, pane.id)
+        await next_frame(client, sub)
+        process.send_signal(signal.SIGTERM)
+        assert c.Ended(reason=c.EndReason.HOST_STOPPED) in await client.expect_closed()
+    assert await trio.to_thread.run_sync(lambda: process.wait(timeout=20)) == 0
