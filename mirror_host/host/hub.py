@@ -399,7 +399,13 @@ class Hub:
                     first = None  # subscribed goes out alone; sampling sends the frame
                 task_status.started(first)
                 await sub.granted.wait()
-                await self._sample_loop(sub)
+                try:
+                    await self._sample_loop(sub)
+                except Exception:
+                    # One pane's failure ends its subscriber, never the host.
+                    logger.exception("%s sampling failed", sub.connection.label)
+                    sub.connection.session.close("host pane is unavailable")
+                    sub.connection.kick()
 
     async def _sample_loop(self, sub: _Subscription) -> None:
         session = sub.connection.session

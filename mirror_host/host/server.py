@@ -257,7 +257,11 @@ class Host:
             connection.label,
             "pair" if identity == PAIR_IDENTITY else "device",
         )
-        await connection.run()
+        try:
+            await connection.run()
+        except Exception:
+            # A bug while serving one connection ends that connection, never the host.
+            logger.exception("%s failed", connection.label)
 
     # ------------------------------------------------------------ session events
 

@@ -100,6 +100,12 @@ class _ControlClient:
         self.done = trio.Event()
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        except PaneSourceError as exc:
+            logger.warning("tmux control client for %s failed: %s", self.session_id, exc)
+
+    async def _run(self) -> None:
         command = [
             *self.source.base_command,
             "-C",

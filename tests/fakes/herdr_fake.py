@@ -22,6 +22,21 @@ Every pane is a real program in a real PTY whose output feeds a libghostty
 queries). ``fake.observe`` (used by the fake ``herdr`` CLI next to this file)
 streams Herdr-style ANSI frames of a pane, pushed on change.
 
+Tests drive it from Python::
+
+    fake = FakeHerdr(socket_path, protocol=22, snapshot=True)
+    await nursery.start(fake.serve)
+    workspace = fake.add_workspace("demo", cwd=path)
+    tab = fake.add_tab(workspace)
+    pane = await fake.add_pane(tab, "bash --norc", columns=80, rows=24)
+    fake.set_agent_status(pane, "working")      # events, roll-ups
+    fake.requests, fake.received_input(pane)    # what clients sent
+    await fake.stop()                            # kills every pane, unlinks the socket
+
+``fake.observe {target, cols, rows}`` (private) keeps the connection open and
+sends ``{"seq":n,"full":bool,"width":c,"height":r,"bytes":"<base64>"}`` per frame,
+then ``{"closed":"<reason>"}`` (``null`` when the server stops).
+
 Run by hand: ``python -m tests.fakes.herdr_fake --socket /tmp/h.sock --pane bash``.
 """
 
@@ -43,7 +58,7 @@ import subprocess
 import sys
 import termios
 import unicodedata
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +68,7 @@ from pyghostty.core import init_sized
 
 from mirror_host.terminal import Screen
 
-__all__ = ["PROTOCOLS", "FakeHerdr", "main"]
+__all__ = ["PROTOCOLS", "FakeHerdr", "FrameEncoder", "encode_key", "main", "read_screen"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +86,7 @@ _REPLY_QUEUE = 256
 _MAX_READ_LINES = 1000
 _DEFAULT_RECENT_LINES = 80
 _PROMPT_ENTER_DELAY = 0.3
+_PROMPT_STALL_SECONDS = 5.0
 _OBSERVE_COLUMNS, _OBSERVE_ROWS = 120, 40
 
 # The method enum of Herdr 0.9.0 (protocol 22), in declaration order, as its
@@ -535,7 +551,9 @@ _JSON_MESSAGES = {
     "Expecting ',' delimiter": "expected `,` or `}`",
     "Expecting ':' delimiter": "expected `:`",
     "Unterminated string starting at": "EOF while parsing a string",
-    "Invalid control character at": "control character (\\u0000-\\u001F) found while parsing a string",
+    "Invalid control character at": (
+        "control character (\\u0000-\\u001F) found while parsing a string"
+    ),
 }
 
 
@@ -831,6 +849,12 @@ class _Pen:
     bg: str = "49"
     underline_color: str = ""
 
+    def reset(self) -> None:
+        self.bold = self.faint = self.italic = False
+        self.blink = self.inverse = self.invisible = self.strike = self.overline = False
+        self.underline = 0
+        self.fg, self.bg, self.underline_color = "39", "49", ""
+
     def sgr(self) -> bytes:
         """The complete SGR Herdr's encoder writes: reset, attributes, colours."""
         parts = ["0"]
@@ -893,7 +917,7 @@ def _apply_sgr(pen: _Pen, params: str) -> None:
             if color is not None:
                 _set_color(pen, code, color)
         elif code == 0:
-            pen.__init__()  # type: ignore[misc]
+            pen.reset()
         elif code == 1:
             pen.bold = True
         elif code == 2:
@@ -1165,7 +1189,8 @@ class _Pane:
         foreground = cwd
         with contextlib.suppress(OSError):
             group = os.tcgetpgrp(self.master_fd)
-            foreground = os.readlink(f"/proc/{group}/cwd")
+            if group > 1:
+                foreground = os.readlink(f"/proc/{group}/cwd")
         return cwd, foreground
 
 
@@ -1182,7 +1207,7 @@ class _Subscriber:
             self.channel.send_nowait(line)  # a full hub drops the event, as Herdr's ring does
 
 
-Handler = Callable[[dict[str, Any]], Any]
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 # ---------------------------------------------------------------- the server
@@ -1246,6 +1271,8 @@ class FakeHerdr:
         self._observers = 0
         self._observers_idle = trio.Event()
         self._socket_identity: tuple[int, int] | None = None
+        # One blocked thread per live pane waits for its program (not polling).
+        self._waiters = trio.CapacityLimiter(10_000)
         self._handlers: dict[str, Handler] = {
             "ping": self._ping,
             "session.snapshot": self._session_snapshot,
@@ -1288,7 +1315,11 @@ class FakeHerdr:
 
     def add_tab(self, workspace_id: str, label: str | None = None) -> str:
         """A new tab at the end of the workspace (no panes yet)."""
-        workspace = self._workspace(workspace_id)
+        tab = self._new_tab(self._workspace(workspace_id), label)
+        self._emit("tab_created", {"tab": self._tab_info(tab)})
+        return tab.tab_id
+
+    def _new_tab(self, workspace: _Workspace, label: str | None) -> _Tab:
         number = workspace.next_tab
         workspace.next_tab += 1
         tab = _Tab(f"{workspace.workspace_id}:t{number}", workspace, number, label or str(number))
@@ -1296,8 +1327,7 @@ class FakeHerdr:
         self._tabs[tab.tab_id] = tab
         if workspace.active_tab is None:
             workspace.active_tab = tab
-        self._emit("tab_created", {"tab": self._tab_info(tab)})
-        return tab.tab_id
+        return tab
 
     async def add_pane(
         self,
@@ -1324,6 +1354,7 @@ class FakeHerdr:
         pane.agent = agent
         pane.agent_status = agent_status
         pane.label = label
+        self._announce(pane)
         await trio.lowlevel.checkpoint()
         return pane.pane_id
 
@@ -1411,6 +1442,7 @@ class FakeHerdr:
             for pane in list(self._panes.values()):
                 pane.notify()
             if self._observers:
+                self._observers_idle = trio.Event()
                 with trio.move_on_after(1.0):
                     await self._observers_idle.wait()
             self._nursery.cancel_scope.cancel()
@@ -1529,14 +1561,18 @@ class FakeHerdr:
         if self._nursery is not None:
             pane.started = True
             self._nursery.start_soon(self._run_pane, pane)
-        self._emit("pane_created", {"pane": self._pane_info(pane)})
-        self._emit("layout_updated", {"layout": self._layout(tab)})
         return pane
+
+    def _announce(self, pane: _Pane) -> None:
+        self._emit("pane_created", {"pane": self._pane_info(pane)})
+        self._emit("layout_updated", {"layout": self._layout(pane.tab)})
 
     async def _run_pane(self, pane: _Pane) -> None:
         try:
             async with trio.open_nursery() as nursery:
                 pane.cancel_scope = nursery.cancel_scope
+                if pane.end_reason is not None:
+                    nursery.cancel_scope.cancel()
                 drained = trio.Event()
                 nursery.start_soon(self._pump, pane, drained)
                 nursery.start_soon(self._write_replies, pane)
@@ -1570,7 +1606,9 @@ class FakeHerdr:
         pane.cancel_scope.cancel()
 
     async def _wait_exit(self, pane: _Pane, drained: trio.Event) -> None:
-        await trio.to_thread.run_sync(pane.process.wait, abandon_on_cancel=True)
+        await trio.to_thread.run_sync(
+            pane.process.wait, abandon_on_cancel=True, limiter=self._waiters
+        )
         with trio.move_on_after(0.2):
             await drained.wait()  # let the last output reach the screen
         if pane.end_reason is None:
@@ -1629,12 +1667,17 @@ class FakeHerdr:
         """Hang up the pane's process groups, then kill them if they linger."""
         groups = {pane.process.pid}
         with contextlib.suppress(OSError):
-            groups.add(os.tcgetpgrp(pane.master_fd))
+            foreground = os.tcgetpgrp(pane.master_fd)
+            # 0 (no foreground group) would signal our own group through killpg.
+            if foreground > 1 and foreground != os.getpgrp():
+                groups.add(foreground)
         for sig, grace in ((signal.SIGHUP, 1.0), (signal.SIGKILL, 5.0)):
             for group in groups:
                 with contextlib.suppress(OSError):
                     os.killpg(group, sig)
-            code = await trio.to_thread.run_sync(_wait_for, pane.process, grace)
+            code = await trio.to_thread.run_sync(
+                _wait_for, pane.process, grace, limiter=self._waiters
+            )
             if code is not None:
                 # The program is gone; hang up what it left in the foreground too.
                 for group in groups - {pane.process.pid}:
@@ -1821,6 +1864,7 @@ class FakeHerdr:
                 subscriber.push(line)
 
     def _status_changed(self, pane: _Pane) -> None:
+        pane.notify()
         self._emit("pane_updated", {"pane": self._pane_info(pane)})
         for subscriber in list(self._subscribers):
             for entry in subscriber.entries:
@@ -1955,6 +1999,13 @@ class FakeHerdr:
                     return
         send, receive = trio.open_memory_channel[bytes](_EVENT_QUEUE)
         types = frozenset(e["type"] for e in entries if e["type"] not in _PANE_SCOPED_TYPES)
+        # Baselines are taken now: changes after the ack are reported.
+        baselines = [
+            _scroll_info(self._panes[e["pane_id"]].screen)
+            if e["type"] == "pane.scroll_changed"
+            else None
+            for e in entries
+        ]
         subscriber = _Subscriber(types, entries, send)
         ack = _dumps({"id": request_id, "result": {"type": "subscription_started"}})
         if not await self._send(stream, ack):
@@ -1963,16 +2014,19 @@ class FakeHerdr:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_peer, stream, nursery.cancel_scope)
-                for entry in entries:
+                for entry, baseline in zip(entries, baselines, strict=True):
                     pane = self._panes.get(entry.get("pane_id") or "")
                     if pane is None:
                         continue
-                    if self._status_entry_matches(entry, pane) and "agent_status" in entry:
+                    if (
+                        self._status_entry_matches(entry, pane)
+                        and entry.get("agent_status") is not None
+                    ):
                         subscriber.push(self._status_event(pane))
                     elif entry["type"] == "pane.output_matched":
                         nursery.start_soon(self._watch_output, pane, entry, subscriber)
-                    elif entry["type"] == "pane.scroll_changed":
-                        nursery.start_soon(self._watch_scroll, pane, subscriber)
+                    elif baseline is not None:
+                        nursery.start_soon(self._watch_scroll, pane, baseline, subscriber)
                 async for line in receive:
                     if not await self._send(stream, line):
                         break
@@ -2009,13 +2063,11 @@ class FakeHerdr:
             await changed.wait()
             await trio.sleep(_SUBSCRIPTION_TICK)
 
-    async def _watch_scroll(self, pane: _Pane, subscriber: _Subscriber) -> None:
-        last = _scroll_info(pane.screen)
-        while pane.alive:
+    async def _watch_scroll(
+        self, pane: _Pane, last: dict[str, int], subscriber: _Subscriber
+    ) -> None:
+        while True:
             changed = pane.changed
-            await changed.wait()
-            if not pane.alive:
-                return
             scroll = _scroll_info(pane.screen)
             if scroll != last:
                 last = scroll
@@ -2025,6 +2077,9 @@ class FakeHerdr:
                     "scroll": scroll,
                 }
                 subscriber.push(_dumps({"event": "pane.scroll_changed", "data": data}))
+            await changed.wait()
+            if not pane.alive:
+                return
             await trio.sleep(_SUBSCRIPTION_TICK)
 
     # ------------------------------------------------------------ fake.observe
@@ -2155,11 +2210,20 @@ class FakeHerdr:
         cwd = params.get("cwd")
         if cwd is not None and not os.path.isdir(cwd):
             raise _ApiError("tab_create_failed", f"cwd {cwd} is not a directory")
-        tab = self._tabs[self.add_tab(workspace.workspace_id, params.get("label"))]
-        pane = self._spawn(tab, list(self._shell), 80, 24, cwd, params.get("env"), None)
-        if params.get("focus"):
+        tab = self._new_tab(workspace, params.get("label"))
+        try:
+            pane = self._spawn(tab, list(self._shell), 80, 24, cwd, params.get("env"), None)
+        except OSError as exc:
+            workspace.tabs.remove(tab)
+            del self._tabs[tab.tab_id]
+            raise _ApiError("tab_create_failed", str(exc)) from exc
+        focus = bool(params.get("focus"))
+        if focus:
             self._focused_workspace = workspace
             workspace.active_tab = tab
+        self._emit("tab_created", {"tab": self._tab_info(tab)})
+        self._announce(pane)
+        if focus:
             self._emit(
                 "tab_focused", {"tab_id": tab.tab_id, "workspace_id": workspace.workspace_id}
             )
@@ -2277,10 +2341,46 @@ class FakeHerdr:
                 "agent_blocked", f"agent {target} is blocked and requires interactive input"
             )
         result = {"type": "agent_prompted", "agent": self._agent_info(pane)}
+        seq, status = pane.state_change_seq, pane.agent_status
         await self._write(pane, self._paste(pane, params["text"]))
         assert self._nursery is not None
         self._nursery.start_soon(self._submit_later, pane)
-        return result
+        wait = params.get("wait")
+        if wait is None:
+            return result
+        return await self._wait_after_prompt(pane, wait, seq, status)
+
+    async def _wait_after_prompt(
+        self, pane: _Pane, wait: Mapping[str, Any], seq: int, status: str
+    ) -> dict[str, Any]:
+        """``agent.prompt`` with ``wait``: a state change within 5 s, then a settled status."""
+        until = wait.get("until") or ["idle", "done", "blocked"]
+        timeout_ms = wait.get("timeout_ms")
+        deadline = trio.current_time() + (timeout_ms / 1000 if timeout_ms is not None else 1e9)
+        if status != "working":
+            stall = min(deadline, trio.current_time() + _PROMPT_STALL_SECONDS)
+            with trio.move_on_at(stall):
+                await self._until(pane, lambda: pane.state_change_seq != seq)
+            if pane.state_change_seq == seq and pane.alive:
+                if timeout_ms is not None and timeout_ms <= _PROMPT_STALL_SECONDS * 1000:
+                    raise _ApiError("timeout", "timed out waiting for agent status")
+                raise _ApiError(
+                    "agent_prompt_stalled",
+                    "agent prompt produced no observed state change within 5000 ms; "
+                    f"status is {pane.agent_status} and state_change_seq remained {seq}",
+                )
+        with trio.move_on_at(deadline):
+            await self._until(pane, lambda: pane.agent_status in until)
+        if not pane.alive:
+            raise _ApiError("agent_not_running", "agent is no longer running in the target pane")
+        if pane.agent_status not in until:
+            raise _ApiError("timeout", "timed out waiting for agent status")
+        return {"type": "agent_prompted", "agent": self._agent_info(pane)}
+
+    @staticmethod
+    async def _until(pane: _Pane, condition: Callable[[], bool]) -> None:
+        while pane.alive and not condition():
+            await pane.changed.wait()
 
     async def _submit_later(self, pane: _Pane) -> None:
         await trio.sleep(_PROMPT_ENTER_DELAY)
@@ -2359,9 +2459,18 @@ class FakeHerdr:
 # ---------------------------------------------------------------- by hand
 
 
+async def _stop_on_signal(fake: FakeHerdr, scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            await fake.stop()
+            scope.cancel()
+            return
+
+
 async def _serve_demo(args: argparse.Namespace) -> None:
     fake = FakeHerdr(args.socket, protocol=args.protocol, snapshot=not args.no_snapshot)
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_signal, fake, nursery.cancel_scope)
         await nursery.start(fake.serve)
         workspace = fake.add_workspace("demo", cwd=os.getcwd())
         tab = fake.add_tab(workspace)
@@ -2395,8 +2504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--columns", type=int, default=80)
     parser.add_argument("--rows", type=int, default=24)
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(_serve_demo, args)
+    trio.run(_serve_demo, args)
     return 0
 
 

@@ -92,6 +92,7 @@ _FAST_POLL_SECONDS = 2.0
 _MAX_BACKOFF_SECONDS = 30.0
 _HISTORY_LINES = 1000
 _OBSERVE_FAILURES_BEFORE_POLLING = 3
+_OBSERVE_RETRY_SECONDS = 30.0
 
 
 @dataclass(eq=False)
@@ -192,15 +193,24 @@ class HerdrSource:
         )
         await self._detect_scroll()
         await self.poll()
+        failure: PaneSourceError | None = None
         async with trio.open_nursery() as inner:
             inner.start_soon(self._follow_events)
-            while True:
-                self._repoll = trio.Event()
-                interval = _SAFETY_POLL_SECONDS if self._events_healthy else _FAST_POLL_SECONDS
-                with trio.move_on_after(interval):
-                    await self._repoll.wait()
-                    await trio.sleep(_DEBOUNCE_SECONDS)
-                await self.poll()
+            try:
+                while True:
+                    self._repoll = trio.Event()
+                    interval = _SAFETY_POLL_SECONDS if self._events_healthy else _FAST_POLL_SECONDS
+                    with trio.move_on_after(interval):
+                        await self._repoll.wait()
+                        await trio.sleep(_DEBOUNCE_SECONDS)
+                    await self.poll()
+            except PaneSourceError as exc:
+                # Raised outside the nursery, so run() sees the error itself and
+                # not an exception group around it.
+                failure = exc
+                inner.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     async def _detect_scroll(self) -> None:
         if self._has_scroll is not None:
@@ -298,7 +308,8 @@ class HerdrSource:
                     self._events_healthy = False
                     await trio.sleep(_FAST_POLL_SECONDS)
                 continue
-            except PaneSourceUnavailable:
+            except PaneSourceError as exc:  # unreachable, or a malformed stream
+                logger.debug("Herdr event stream ended: %s", exc)
                 self._events_healthy = False
                 self._repoll.set()
                 await trio.sleep(1.0)
@@ -379,32 +390,43 @@ class HerdrSource:
         return text if isinstance(text, str) else ""
 
     async def _run_mirror(self, mirror: _Mirror) -> None:
-        failures = 0
         with mirror.scope:
             while not mirror.gone:
-                program = self._observer_program()
-                if program is not None and failures < _OBSERVE_FAILURES_BEFORE_POLLING:
-                    mirror.mode = "observe"
-                    outcome = await self._observe(mirror, program)
-                    if outcome == "gone":
-                        await self._confirm_gone(mirror)
-                    elif outcome == "failed":
-                        failures += 1
-                        await trio.sleep(min(2.0 * failures, 5.0))
-                    else:
-                        failures = 0
-                    continue
-                if mirror.mode != "poll":
-                    logger.info(
-                        "polling Herdr pane %s every %g s (%s)",
-                        mirror.pane.pane_id,
-                        self._poll_seconds,
-                        "no herdr program found"
-                        if program is None
-                        else "the observe stream failed",
-                    )
-                mirror.mode = "poll"
-                await self._poll_pane(mirror)
+                try:
+                    await self._mirror_until_gone(mirror)
+                except PaneSourceError as exc:
+                    # A Herdr hiccup must never take the host down: wait and go on.
+                    logger.warning("mirroring Herdr pane %s: %s", mirror.pane.pane_id, exc)
+                    await trio.sleep(1.0)
+
+    async def _mirror_until_gone(self, mirror: _Mirror) -> None:
+        failures = 0
+        while not mirror.gone:
+            program = self._observer_program()
+            if program is not None and failures < _OBSERVE_FAILURES_BEFORE_POLLING:
+                mirror.mode = "observe"
+                outcome = await self._observe(mirror, program)
+                if outcome == "gone":
+                    await self._confirm_gone(mirror)
+                elif outcome == "failed":
+                    failures += 1
+                    await trio.sleep(min(2.0 * failures, 5.0))
+                else:
+                    failures = 0
+                continue
+            if mirror.mode != "poll":
+                reason = "no herdr program found" if program is None else "observe kept failing"
+                logger.info(
+                    "polling Herdr pane %s every %g s (%s)",
+                    mirror.pane.pane_id,
+                    self._poll_seconds,
+                    reason,
+                )
+            mirror.mode = "poll"
+            # With a herdr program, try its stream again now and then.
+            retry_at = trio.current_time() + _OBSERVE_RETRY_SECONDS if program else None
+            await self._poll_pane(mirror, until=retry_at)
+            failures = 0
 
     def _observer_program(self) -> str | None:
         if self._herdr_bin:
@@ -458,7 +480,10 @@ class HerdrSource:
         assert process.stdout is not None
         buffer = bytearray()
         while True:
-            chunk = await process.stdout.receive_some(1 << 20)
+            try:
+                chunk = await process.stdout.receive_some(1 << 20)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return "failed"
             if not chunk:
                 return "failed"  # EOF without terminal.closed: Herdr went away
             buffer += chunk
@@ -517,8 +542,8 @@ class HerdrSource:
         if mirror.uuid not in self._labels:
             self._vanish(mirror)
 
-    async def _poll_pane(self, mirror: _Mirror) -> None:
-        while not mirror.gone:
+    async def _poll_pane(self, mirror: _Mirror, *, until: float | None = None) -> None:
+        while not mirror.gone and (until is None or trio.current_time() < until):
             try:
                 text = await self._read_visible(mirror.pane)
             except HerdrPaneNotFound:

@@ -1,0 +1,220 @@
+"""The Herdr source: host + the faithful fake Herdr, over real TLS."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import MirrorClient, login
+from mirror_host.host.server import Host
+from mirror_host.panes.herdr.protocol import pane_uuid
+from mirror_host.panes.herdr.source import HerdrSource
+from mirror_host.wire import TextFramePacket, VTFramePacket
+from tests.fakes.herdr_fake import FakeHerdr
+from tests.integration.conftest import paired, port_of, running_host
+from tests.integration.mirror_helpers import frame_containing, list_panes, next_frame, subscribe
+
+pytestmark = pytest.mark.timeout(90)
+
+FAKE_CLI = str(Path(__file__).resolve().parent.parent / "fakes" / "herdr")
+SHELL = "exec bash --norc --noprofile -i"
+
+
+@asynccontextmanager
+async def fake_herdr(state_dir: Path, *, protocol: int = 22, snapshot: bool = True) -> AsyncIterator[FakeHerdr]:
+    fake = FakeHerdr(state_dir / "herdr.sock", protocol=protocol, snapshot=snapshot)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(fake.serve)
+        try:
+            yield fake
+        finally:
+            await fake.stop()
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def herdr_host(
+    state_dir: Path, fake: FakeHerdr, *, observe: bool = True
+) -> AsyncIterator[tuple[Host, MirrorClient, HerdrSource]]:
+    source = HerdrSource(
+        state_dir / "herdr.sock", herdr_bin=FAKE_CLI if observe else "/nonexistent/herdr"
+    )
+    async with running_host(state_dir, source) as host:
+        await source.wait_listed()
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            yield host, client, source
+
+
+async def add_demo(fake: FakeHerdr, command: str = SHELL, **kw: Any) -> str:
+    workspace = fake.add_workspace("api", cwd="/tmp")
+    tab = fake.add_tab(workspace, "agents")
+    return await fake.add_pane(tab, command, **kw)
+
+
+def no_text_recent_reads(fake: FakeHerdr) -> None:
+    for request in fake.requests_for("pane.read"):
+        params = request.get("params", {})
+        if params.get("source") in ("recent", "recent_unwrapped"):
+            assert params.get("format") == "ansi", f"a text history read moves the screen: {request}"
+
+
+@pytest.mark.parametrize("observe", [True, False], ids=["observe", "polling"])
+async def test_list_subscribe_and_echo(state_dir: Path, observe: bool) -> None:
+    async with fake_herdr(state_dir) as fake:
+        pane_id = await add_demo(fake)
+        async with herdr_host(state_dir, fake, observe=observe) as (_host, client, source):
+            panes = (await list_panes(client)).panes
+            assert [p.title for p in panes] == ["api · agents · Shell"]
+            assert panes[0].id == pane_uuid(fake.terminal_id(pane_id))
+            reads_before = len(fake.requests_for("pane.read"))
+            assert reads_before == 0  # listing reads no pane contents
+            sub = await subscribe(client, panes[0].id)
+            frame = await next_frame(client, sub)
+            assert isinstance(frame, VTFramePacket)
+            await client.send(c.Input(data=b"echo herdr-$((20+3))\r", subscription_id=sub))
+            await frame_containing(client, sub, "herdr-23")
+            assert b"herdr-23" in fake.received_input(pane_id) or b"echo" in fake.received_input(pane_id)
+            assert source.mirror_mode(panes[0].id) == ("observe" if observe else "poll")
+        no_text_recent_reads(fake)
+
+
+async def test_text_subscription(state_dir: Path) -> None:
+    async with fake_herdr(state_dir) as fake:
+        await add_demo(fake, "printf 'phone view\\n'; exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, c.Representation.TEXT)
+            frame = await frame_containing(client, sub, "phone view")
+            assert isinstance(frame, TextFramePacket)
+
+
+async def test_pane_closing_ends_the_subscription(state_dir: Path) -> None:
+    async with fake_herdr(state_dir) as fake:
+        pane_id = await add_demo(fake, "exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            await next_frame(client, sub)
+            await fake.close_pane(pane_id)
+            assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await client.expect_closed()
+
+
+async def test_herdr_restart_keeps_surviving_panes(state_dir: Path) -> None:
+    socket = state_dir / "herdr.sock"
+    first = FakeHerdr(socket)
+    workspace = first.add_workspace("api", cwd="/tmp")
+    tab = first.add_tab(workspace, "agents")
+    survivor = await first.add_pane(tab, SHELL, terminal_id="term_survivor")
+    doomed = await first.add_pane(tab, "exec sleep 120", terminal_id="term_doomed")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(first.serve)
+        source = HerdrSource(socket, herdr_bin=FAKE_CLI)
+        async with running_host(state_dir, source) as host:
+            await source.wait_listed()
+            port = port_of(host)
+            keeper = await paired(host, "Keeper")
+            loser = await paired(host, "Loser")
+            async with login("127.0.0.1", port, keeper) as a, login("127.0.0.1", port, loser) as b:
+                sub_a = await subscribe(a, pane_uuid("term_survivor"))
+                sub_b = await subscribe(b, pane_uuid("term_doomed"))
+                await next_frame(a, sub_a)
+                await next_frame(b, sub_b)
+                await first.stop()  # Herdr goes away (both panes' processes end)
+                # While Herdr is down nobody is told anything: it may be restarting.
+                with pytest.raises(trio.TooSlowError):
+                    await b.receive(timeout=1.5)
+                second = FakeHerdr(socket)
+                w = second.add_workspace("api", cwd="/tmp")
+                t = second.add_tab(w, "agents")
+                await second.add_pane(t, SHELL, terminal_id="term_survivor")
+                await nursery.start(second.serve)
+                # The survivor keeps its lease; the pane that vanished is ended.
+                assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await b.expect_closed(timeout=30)
+                await a.send(c.Input(data=b"echo after-restart\r", subscription_id=sub_a))
+                await frame_containing(a, sub_a, "after-restart", timeout=30)
+                await second.stop()
+        nursery.cancel_scope.cancel()
+    del survivor, doomed
+
+
+async def test_old_server_without_snapshot(state_dir: Path) -> None:
+    async with fake_herdr(state_dir, protocol=16, snapshot=False) as fake:
+        await add_demo(fake)
+        async with herdr_host(state_dir, fake) as (_host, client, source):
+            panes = (await list_panes(client)).panes
+            assert [p.title for p in panes] == ["api · agents · Shell"]
+            assert "remote-scroll" not in (await list_panes(client)).capabilities
+            assert fake.requests_for("workspace.list") and fake.requests_for("pane.list")
+            assert source.protocol == 16
+
+
+@pytest.mark.parametrize("protocol", [16, 20, 22])
+async def test_protocols(state_dir: Path, protocol: int) -> None:
+    async with fake_herdr(state_dir, protocol=protocol) as fake:
+        await add_demo(fake, "seq 1 100; exec bash --norc --noprofile -i")
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            listing = await list_panes(client)
+            assert ("remote-scroll" in listing.capabilities) == (protocol == 22)
+            assert "history" in listing.capabilities
+            sub = await subscribe(client, listing.panes[0].id, c.Representation.TEXT)
+            await frame_containing(client, sub, "100")
+            await client.send(c.History(subscription_id=sub))
+            page = await client.expect(c.HistoryPage)
+            assert isinstance(page, c.HistoryPage)
+            assert "100" in page.lines and "\x1b" not in "".join(page.lines)
+        no_text_recent_reads(fake)
+
+
+async def test_remote_scroll_on_protocol_22(state_dir: Path) -> None:
+    async with fake_herdr(state_dir, protocol=22) as fake:
+        await add_demo(fake, "seq 1 300; exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_scroll_state=True)
+            await frame_containing(client, sub, "300")
+            request = uuid.uuid4()
+            await client.send(c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub))
+            seen: list[object] = []
+            with trio.fail_after(10):
+                while not any(isinstance(x, c.ScrollResult) for x in seen):
+                    item = await client.receive()
+                    seen.append(item)
+                    if isinstance(item, VTFramePacket):
+                        await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+            frame = next(x for x in reversed(seen) if isinstance(x, VTFramePacket))
+            assert b"300" not in frame.data  # Herdr renders the scrolled-back viewport
+            assert fake.requests_for("pane.scroll")
+
+
+async def test_no_reads_while_nothing_is_subscribed(state_dir: Path) -> None:
+    async with fake_herdr(state_dir) as fake:
+        await add_demo(fake)
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            for _ in range(3):
+                await list_panes(client)
+            await trio.sleep(0.5)
+            assert fake.requests_for("pane.read") == []
+
+
+async def test_herdr_not_running_is_reported(state_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mirror_host")
+    logging.getLogger("mirror_host").propagate = True
+    try:
+        source = HerdrSource(state_dir / "absent.sock", herdr_bin=FAKE_CLI)
+        async with running_host(state_dir, source) as host:
+            await source.wait_listed()
+            credential = await paired(host)
+            async with login("127.0.0.1", port_of(host), credential) as client:
+                assert (await list_panes(client)).panes == ()
+    finally:
+        logging.getLogger("mirror_host").propagate = False
+    assert "Herdr is not running" in caplog.text and "absent.sock" in caplog.text
