@@ -9,7 +9,8 @@
   arbitrary shell input.
 * ``agentsInput`` / ``agentsDispatch``: the phone's reply box. Refused while
   Herdr reports the agent ``blocked`` (a dialog would swallow the text and Enter
-  would answer it) or when no agent runs there. Delivered with ``agent.prompt``
+  would answer it), when no agent runs there, or when the agent is still
+  ``working`` after a 5 s grace. Delivered with ``agent.prompt``
   (bracketed text, then Enter) where the server has it; on older servers with
   ``pane.send_input`` followed by Enter only after the text is seen in the pane.
   Success means every byte and the Enter were handed to Herdr; anything less is
@@ -68,6 +69,9 @@ DEFAULT_AGENTS = (
 _START_RETRY_SECONDS = 2.0
 _READY_SECONDS = 30.0
 _ECHO_SECONDS = 2.0
+#: How long a working agent may take to settle before input is refused.
+_SETTLE_SECONDS = 5.0
+_SETTLE_POLL_SECONDS = 0.2
 _UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retrying."
 
 
@@ -360,6 +364,20 @@ class HerdrCommands:
             return cli_error(
                 command, "AGENT_NOT_FOUND", "No agent is running in the selected pane."
             )
+        try:
+            fresh = await self._settled(fresh)
+        except PaneNotFound:
+            return cli_error(command, "AGENT_GONE", "The selected agent pane is gone.")
+        except PaneSourceError as exc:
+            return cli_error(
+                command, "SEND_FAILED", f"Herdr could not be asked about the pane ({exc})."
+            )
+        if fresh.agent_status == "working":
+            return cli_error(
+                command,
+                "DISPATCH_TARGET_BUSY",
+                "The pane's agent is still working; send again when it is idle.",
+            )
         if fresh.agent_status == "blocked":
             return cli_error(
                 command,
@@ -384,6 +402,14 @@ class HerdrCommands:
             if outcome != "unknown-method":
                 return outcome
         return await self._send_and_confirm(command, fresh, prompt, data, authorized)
+
+    async def _settled(self, pane: HerdrPane) -> HerdrPane:
+        """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
+        with trio.move_on_after(_SETTLE_SECONDS):
+            while pane.agent_status == "working":
+                await trio.sleep(_SETTLE_POLL_SECONDS)
+                pane = await self._fresh(pane)
+        return pane
 
     async def _fresh(self, record: HerdrPane) -> HerdrPane:
         try:

@@ -29,7 +29,9 @@ SHELL = "exec bash --norc --noprofile -i"
 
 
 @asynccontextmanager
-async def fake_herdr(state_dir: Path, *, protocol: int = 22, snapshot: bool = True) -> AsyncIterator[FakeHerdr]:
+async def fake_herdr(
+    state_dir: Path, *, protocol: int = 22, snapshot: bool = True
+) -> AsyncIterator[FakeHerdr]:
     fake = FakeHerdr(state_dir / "herdr.sock", protocol=protocol, snapshot=snapshot)
     async with trio.open_nursery() as nursery:
         await nursery.start(fake.serve)
@@ -64,7 +66,9 @@ def no_text_recent_reads(fake: FakeHerdr) -> None:
     for request in fake.requests_for("pane.read"):
         params = request.get("params", {})
         if params.get("source") in ("recent", "recent_unwrapped"):
-            assert params.get("format") == "ansi", f"a text history read moves the screen: {request}"
+            assert params.get("format") == "ansi", (
+                f"a text history read moves the screen: {request}"
+            )
 
 
 @pytest.mark.parametrize("observe", [True, False], ids=["observe", "polling"])
@@ -82,7 +86,9 @@ async def test_list_subscribe_and_echo(state_dir: Path, observe: bool) -> None:
             assert isinstance(frame, VTFramePacket)
             await client.send(c.Input(data=b"echo herdr-$((20+3))\r", subscription_id=sub))
             await frame_containing(client, sub, "herdr-23")
-            assert b"herdr-23" in fake.received_input(pane_id) or b"echo" in fake.received_input(pane_id)
+            assert b"herdr-23" in fake.received_input(pane_id) or b"echo" in fake.received_input(
+                pane_id
+            )
             assert source.mirror_mode(panes[0].id) == ("observe" if observe else "poll")
         no_text_recent_reads(fake)
 
@@ -182,14 +188,18 @@ async def test_remote_scroll_on_protocol_22(state_dir: Path) -> None:
             sub = await subscribe(client, pane.id, include_scroll_state=True)
             await frame_containing(client, sub, "300")
             request = uuid.uuid4()
-            await client.send(c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub))
+            await client.send(
+                c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+            )
             seen: list[object] = []
             with trio.fail_after(10):
                 while not any(isinstance(x, c.ScrollResult) for x in seen):
                     item = await client.receive()
                     seen.append(item)
                     if isinstance(item, VTFramePacket):
-                        await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+                        await client.send(
+                            c.Acknowledge(sequence=item.sequence, subscription_id=sub)
+                        )
             frame = next(x for x in reversed(seen) if isinstance(x, VTFramePacket))
             assert b"300" not in frame.data  # Herdr renders the scrolled-back viewport
             assert fake.requests_for("pane.scroll")
@@ -205,7 +215,9 @@ async def test_no_reads_while_nothing_is_subscribed(state_dir: Path) -> None:
             assert fake.requests_for("pane.read") == []
 
 
-async def test_herdr_not_running_is_reported(state_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_herdr_not_running_is_reported(
+    state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="mirror_host")
     logging.getLogger("mirror_host").propagate = True
     try:

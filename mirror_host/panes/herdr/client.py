@@ -103,7 +103,11 @@ class HerdrClient:
             if line is None:
                 raise PaneSourceUnavailable("Herdr closed the event subscription before its ack")
             decode_reply(line, method="events.subscribe")
-            yield _events(reader)
+            events = _events(reader)
+            try:
+                yield events
+            finally:
+                await events.aclose()
 
 
 async def _events(reader: _LineReader) -> AsyncIterator[dict[str, Any]]:
