@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -110,7 +110,7 @@ class HerdrClient:
                 await events.aclose()
 
 
-async def _events(reader: _LineReader) -> AsyncIterator[dict[str, Any]]:
+async def _events(reader: _LineReader) -> AsyncGenerator[dict[str, Any], None]:
     while True:
         try:
             line = await reader.next()
