@@ -175,7 +175,11 @@ class Hub:
 
     def status(self) -> dict[str, Any]:
         """Subscribed panes and frames sent, for ``mirror-host status``."""
-        return {"subscribed": len(self._holders), "framesSent": self.frames_sent}
+        status: dict[str, Any] = {"subscribed": len(self._holders), "framesSent": self.frames_sent}
+        statistics = getattr(self.source, "statistics", None)
+        if callable(statistics):
+            status["source"] = statistics()
+        return status
 
     # ------------------------------------------------------------ events
 

@@ -651,6 +651,16 @@ class HerdrSource:
         kept, cut = keep_newest_utf8(text, MAX_HISTORY_BYTES)
         return HistoryCapture(text=kept, truncated=cut or read.get("truncated") is True)
 
+    def statistics(self) -> dict[str, Any]:
+        """Counters for ``mirror-host status`` and the benchmarks."""
+        modes = [m.mode for m in self._mirrors.values()]
+        return {
+            "herdrRequests": self.client.requests,
+            "protocol": self.protocol,
+            "observing": modes.count("observe"),
+            "polling": modes.count("poll"),
+        }
+
     def mirror_mode(self, pane_id: UUID) -> str | None:
         """``observe`` or ``poll`` for a mirrored pane (for tests and status)."""
         mirror = self._mirrors.get(pane_id)
