@@ -38,7 +38,7 @@ async def run(panes: int, subscribed: int, polling: bool, seconds: float) -> Non
     socket = Path(tempfile.mkdtemp(prefix="mh-herdr-", dir="/tmp")) / "herdr.sock"
     # The fake runs in its own process, so its rendering does not compete with
     # the benchmark client for this process's time.
-    fake = subprocess.Popen(
+    fake = await trio.lowlevel.open_process(
         [sys.executable, "-m", "tests.fakes.herdr_fake", "--socket", str(socket),
          "--columns", "120", "--rows", "40", *[a for _ in range(panes) for a in ("--pane", TICKER)]]
     )  # fmt: skip
@@ -57,7 +57,7 @@ async def run(panes: int, subscribed: int, polling: bool, seconds: float) -> Non
             process.wait()
     finally:
         fake.send_signal(signal.SIGTERM)
-        fake.wait()
+        await fake.wait()
 
 
 def herdr_requests(state_dir: Path) -> int:
@@ -104,7 +104,9 @@ async def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--panes", type=int, default=16)
     parser.add_argument("--subscribed", type=int, default=1)
     parser.add_argument("--polling", action="store_true")
