@@ -67,11 +67,8 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     source, commands = build_source(config)
 
     def show(ticket: PairingTicket) -> None:
-        if not out.isatty():
-            # Never put the code or QR payload where logs may be collected.
-            out.write("A pairing window is open: run `mirror-host pair` in a terminal to see it.\n")
-            out.flush()
-            return
+        # Asked for with --pair: the code goes to standard output for the person
+        # at the terminal, never through the log.
         reply = {
             "code": ticket.code,
             "payload": None if ticket.payload is None else _payload_dict(ticket),

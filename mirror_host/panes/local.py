@@ -97,14 +97,7 @@ class LocalPane:
 class LocalSource:
     """A :class:`~mirror_host.panes.source.PaneSource` of spawned PTYs."""
 
-    capabilities = frozenset(
-        {
-            Capability.HISTORY,
-            Capability.REMOTE_SCROLL,
-            Capability.VIEWPORT_TEXT,
-            Capability.SCROLL_STATE,
-        }
-    )
+    capabilities = Capability.OWN_SCREEN
     pushes_changes = True
 
     def __init__(

@@ -39,6 +39,9 @@ class Capability:
     SCROLL_STATE = "scroll-state-v1"
     #: In Prowl's advertising order.
     ORDER = (HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, STYLED_SCROLLBACK, SCROLL_STATE)
+    #: What a source that keeps its own screen for each pane supports (local
+    #: PTYs, tmux): history, scrolling, the scrolled viewport and its bounds.
+    OWN_SCREEN = frozenset({HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, SCROLL_STATE})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

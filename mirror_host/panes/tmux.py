@@ -207,14 +207,7 @@ class _ControlClient:
 class TmuxSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over a tmux server."""
 
-    capabilities = frozenset(
-        {
-            Capability.HISTORY,
-            Capability.REMOTE_SCROLL,
-            Capability.VIEWPORT_TEXT,
-            Capability.SCROLL_STATE,
-        }
-    )
+    capabilities = Capability.OWN_SCREEN
     pushes_changes = True
 
     def __init__(
