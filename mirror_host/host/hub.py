@@ -27,7 +27,6 @@ from mirror_host.control import (
     EndReason,
     Intent,
     PaneDescriptor,
-    Representation,
     Subscribe,
 )
 from mirror_host.control.swiftjson import JSONValue
@@ -242,17 +241,12 @@ class Hub:
             return
         await self._ready.wait()
         assert self._nursery is not None
-        lease = Lease(
-            subscription_id=uuid.uuid4(),
-            pane_id=request.pane_id,
-            representation=request.representation,
-            wants_viewport_text=False,
-            wants_scroll_state=False,
-            can_scroll=False,
+        lease = Lease.for_request(
+            request, subscription_id=uuid.uuid4(), capabilities=frozenset(self.capabilities)
         )
         sub = _Subscription(connection, lease, request.pane_id)
         try:
-            first: Capture | None = await self._nursery.start(self._sample_task, sub, request)
+            first: Capture | None = await self._nursery.start(self._sample_task, sub)
         except PaneNotFound:
             session.subscribe_failed("the pane closed before its first frame")
             return
@@ -270,15 +264,10 @@ class Hub:
                 return
             self._end(previous, EndReason.TAKEN_OVER)
             logger.info("%s took over a pane from %s", connection.label, previous.connection.label)
-        sub.lease = session.grant_lease(
-            request,
-            subscription_id=lease.subscription_id,
-            host_run_id=self.host_run_id,
-            capabilities=frozenset(self.capabilities),
-            first_capture=first,
-            now=trio.current_time(),
+        session.grant_lease(
+            lease, host_run_id=self.host_run_id, first_capture=first, now=trio.current_time()
         )
-        if first is not None and sub.lease.gate.outstanding is not None:
+        if lease.gate.outstanding is not None:
             self.frames_sent += 1
         self._holders[request.pane_id] = sub
         self._by_connection[connection] = sub
@@ -363,20 +352,13 @@ class Hub:
 
     # ------------------------------------------------------------ sampling
 
-    async def _capture(self, sub: _Subscription, request: Subscribe | None = None) -> Capture:
+    async def _capture(self, sub: _Subscription) -> Capture:
         lease = sub.lease
-        caps = self.source.capabilities
-        is_vt = lease.representation is Representation.VT
-        if request is not None:
-            wants_viewport = bool(request.include_viewport_text) and is_vt
-            wants_bounds = bool(request.include_scroll_state)
-        else:
-            wants_viewport, wants_bounds = lease.wants_viewport_text, lease.wants_scroll_state
         capture = await self.source.capture(
             sub.pane_id,
             lease.representation,
-            with_viewport_text=wants_viewport and Capability.VIEWPORT_TEXT in caps,
-            with_scroll_bounds=wants_bounds and Capability.SCROLL_STATE in caps,
+            with_viewport_text=lease.wants_viewport_text,
+            with_scroll_bounds=lease.wants_scroll_state,
         )
         _check_limits(capture)
         return capture
@@ -384,7 +366,6 @@ class Hub:
     async def _sample_task(
         self,
         sub: _Subscription,
-        request: Subscribe,
         *,
         task_status: trio.TaskStatus[Capture | None],
     ) -> None:
@@ -398,7 +379,7 @@ class Hub:
                 first: Capture | None
                 sub.changes_at_first_capture = sub.change_count
                 try:
-                    first = await self._capture(sub, request)
+                    first = await self._capture(sub)
                 except CaptureUnstable:
                     first = None  # subscribed goes out alone; sampling sends the frame
                 task_status.started(first)

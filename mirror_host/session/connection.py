@@ -330,42 +330,22 @@ class Session:
         self._close(reason)
 
     def grant_lease(
-        self,
-        request: Subscribe,
-        *,
-        subscription_id: UUID,
-        host_run_id: UUID,
-        capabilities: frozenset[str],
-        first_capture: Capture | None,
-        now: float,
-    ) -> Lease:
-        """Take the lease, send ``subscribed`` and (if captured) the first frame.
-
-        Opt-ins the source does not support are ignored (protocol.md §4.3).
-        """
+        self, lease: Lease, *, host_run_id: UUID, first_capture: Capture | None, now: float
+    ) -> None:
+        """Take ``lease`` (see :meth:`Lease.for_request`), send ``subscribed`` and,
+        if there is one, the first frame."""
         self._require(Phase.AUTHENTICATED)
-        is_vt = request.representation is Representation.VT
-        lease = Lease(
-            subscription_id=subscription_id,
-            pane_id=request.pane_id,
-            representation=request.representation,
-            wants_viewport_text=bool(request.include_viewport_text)
-            and is_vt
-            and "viewport-text-v1" in capabilities,
-            wants_scroll_state=bool(request.include_scroll_state)
-            and "scroll-state-v1" in capabilities,
-            can_scroll="remote-scroll" in capabilities,
-        )
         self.lease = lease
         self._subscribe_pending = False
         self._queue(
             Subscribed(
-                pane_id=request.pane_id, subscription_id=subscription_id, host_run_id=host_run_id
+                pane_id=lease.pane_id,
+                subscription_id=lease.subscription_id,
+                host_run_id=host_run_id,
             )
         )
         if first_capture is not None:
             self.offer_frame(first_capture, now)
-        return lease
 
     def send_ended(self, reason: EndReason) -> None:
         """End the lease (taken over, pane closed, host stopping) and close."""

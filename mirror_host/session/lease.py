@@ -23,9 +23,9 @@ import enum
 from dataclasses import dataclass
 from uuid import UUID
 
-from mirror_host.control import Representation, ScrollDirection
+from mirror_host.control import Representation, ScrollDirection, Subscribe
 from mirror_host.errors import ProtocolViolation
-from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
+from mirror_host.panes.model import Capability, ScrollBounds, TextCapture, VTCapture
 
 __all__ = [
     "SCROLL_FORCE_SECONDS",
@@ -245,3 +245,25 @@ class Lease:
         self.gate = FrameGate()
         self.scroll = ScrollTracker(can_scroll=can_scroll)
         self.unstable_captures = 0
+
+    @classmethod
+    def for_request(
+        cls, request: Subscribe, *, subscription_id: UUID, capabilities: frozenset[str]
+    ) -> Lease:
+        """The lease a ``subscribe`` gets, given what the host advertises.
+
+        Opt-ins the host does not support are ignored (protocol.md §4.3):
+        viewport text only for ``vt-v1``, scroll state for both representations.
+        """
+        is_vt = request.representation is Representation.VT
+        return cls(
+            subscription_id=subscription_id,
+            pane_id=request.pane_id,
+            representation=request.representation,
+            wants_viewport_text=bool(request.include_viewport_text)
+            and is_vt
+            and Capability.VIEWPORT_TEXT in capabilities,
+            wants_scroll_state=bool(request.include_scroll_state)
+            and Capability.SCROLL_STATE in capabilities,
+            can_scroll=Capability.REMOTE_SCROLL in capabilities,
+        )

@@ -34,6 +34,7 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
+from mirror_host.session.lease import Lease
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,
@@ -101,15 +102,9 @@ def subscribed(
     )
     session.receive_data(packet(request), 0.0)
     assert events(session) == [SubscribeRequested(request)]
-    sub = uuid.uuid4()
-    session.grant_lease(
-        request,
-        subscription_id=sub,
-        host_run_id=RUN,
-        capabilities=caps,
-        first_capture=None,
-        now=0.0,
-    )
+    lease = Lease.for_request(request, subscription_id=uuid.uuid4(), capabilities=caps)
+    session.grant_lease(lease, host_run_id=RUN, first_capture=None, now=0.0)
+    sub = lease.subscription_id
     assert [type(m) for m in outgoing(session)] == [c.Subscribed]
     return session, sub
 
