@@ -21,7 +21,7 @@ blocks the connection's other messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 from uuid import UUID
 
@@ -145,7 +145,7 @@ class CommandService(CommandHandler):
             return
         await self._ready.wait()
         if isinstance(command, ListCommand | ProfilesCommand):
-            self._spawn(connection, None, self._read_catalogue, command, reply)
+            self._spawn(None, self._read_catalogue, command, reply)
             return
         pane_id: UUID | None = None
         if command.NAME in PANE_TARGETED_COMMANDS:
@@ -171,12 +171,12 @@ class CommandService(CommandHandler):
             reply(rejected(REUSED_ID))
         elif admission is Admission.DUPLICATE:
             assert receipt is not None
-            self._spawn(connection, None, self._await_receipt, receipt, reply)
+            self._spawn(None, self._await_receipt, receipt, reply)
         else:
             assert receipt is not None
             self._finished[request_id] = trio.Event()
             targeted = connection if pane_id is not None else None
-            self._spawn(connection, targeted, self._execute, receipt, connection, reply)
+            self._spawn(targeted, self._execute, receipt, connection, reply)
 
     async def receipt(self, connection: Connection, event: ReceiptRequested) -> None:
         """Answer ``commandReceipt`` with the retained result (waiting if it still runs)."""
@@ -198,7 +198,7 @@ class CommandService(CommandHandler):
             connection.kick()
 
         await self._ready.wait()
-        self._spawn(connection, None, self._await_receipt, retained, reply)
+        self._spawn(None, self._await_receipt, retained, reply)
 
     def lease_lost(self, connection: Connection) -> None:
         """Cancel the connection's pane-targeted commands that are still running."""
@@ -228,17 +228,16 @@ class CommandService(CommandHandler):
         return None
 
     def _spawn(
-        self,
-        connection: Connection,
-        targeted: Connection | None,
-        fn: Callable[..., object],
-        *args: object,
+        self, targeted: Connection | None, fn: Callable[..., Awaitable[None]], *args: object
     ) -> None:
         assert self._nursery is not None
         self._nursery.start_soon(self._guarded, targeted, fn, args)
 
     async def _guarded(
-        self, targeted: Connection | None, fn: Callable[..., object], args: tuple[object, ...]
+        self,
+        targeted: Connection | None,
+        fn: Callable[..., Awaitable[None]],
+        args: tuple[object, ...],
     ) -> None:
         scope = trio.CancelScope()
         self._all.add(scope)
@@ -246,7 +245,7 @@ class CommandService(CommandHandler):
             self._targeted.setdefault(targeted, set()).add(scope)
         try:
             with scope:
-                await fn(*args)  # type: ignore[misc]
+                await fn(*args)
         finally:
             self._all.discard(scope)
             if targeted is not None:

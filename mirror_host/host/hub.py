@@ -23,13 +23,13 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.commands.responses import NOT_ALLOWED, rejected, unconfirmed
 from mirror_host.control import (
     EndReason,
     Intent,
     PaneDescriptor,
     Subscribe,
 )
-from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import (
     CaptureUnstable,
     PaneNotFound,
@@ -85,20 +85,12 @@ class CommandHandler:
     async def handle(self, connection: Connection, event: CommandRequested) -> None:
         """Answer one command (default: not allowed)."""
         request = event.message.command_request
-        connection.session.send_command_result(
-            request.request_id, _rejected("Command is not allowed.")
-        )
+        connection.session.send_command_result(request.request_id, rejected(NOT_ALLOWED))
         connection.kick()
 
     async def receipt(self, connection: Connection, event: ReceiptRequested) -> None:
         """Answer a receipt query (default: unknown)."""
-        connection.session.send_command_result(
-            event.message.command_receipt_id,
-            _rejected(
-                "Could not encode the command result. Check Host before retrying.",
-                code="REMOTE_COMMAND_UNCONFIRMED",
-            ),
-        )
+        connection.session.send_command_result(event.message.command_receipt_id, unconfirmed())
         connection.kick()
 
     def lease_lost(self, connection: Connection) -> None:
@@ -106,15 +98,6 @@ class CommandHandler:
 
     def stop(self) -> None:
         """The host is stopping: cancel everything."""
-
-
-def _rejected(message: str, *, code: str = "REMOTE_COMMAND_REJECTED") -> JSONValue:
-    return {
-        "ok": False,
-        "command": "remote",
-        "schema_version": "prowl.remote.command.v1",
-        "error": {"code": code, "message": message},
-    }
 
 
 @dataclass(eq=False)
