@@ -188,15 +188,10 @@ def _revoke_offline(state_dir: Path, target: uuid.UUID | None, out: TextIO) -> i
         if registry is None:
             out.write("no paired devices\n")
             return 0 if target is None else 1
-        if target is not None and registry.find(target) is None:
+        after, removed = registry.revoked(target)
+        if target is not None and not removed:
             print(f"mirror-host revoke: no paired device {str(target).upper()}", file=sys.stderr)
             return 1
-        removed = [d.identity for d in registry.devices if target is None or d.id == target]
-        after = (
-            registry.without(target)
-            if target is not None
-            else type(registry)(host_id=registry.host_id)
-        )
         store.save_sync(after)
     except StoreError as exc:
         print(f"mirror-host revoke: {exc}", file=sys.stderr)

@@ -68,6 +68,12 @@ class DeviceRegistry:
         """A registry without that device (unchanged if absent)."""
         return replace(self, devices=tuple(d for d in self.devices if d.id != device_id))
 
+    def revoked(self, device_id: UUID | None) -> tuple[DeviceRegistry, list[str]]:
+        """Without that device (``None``: without every device), and the identities removed."""
+        removed = [d.identity for d in self.devices if device_id is None or d.id == device_id]
+        kept = () if device_id is None else tuple(d for d in self.devices if d.id != device_id)
+        return replace(self, devices=kept), removed
+
     def touched(self, device_id: UUID, now: float) -> DeviceRegistry:
         """A registry where that device was last seen at ``now`` (Unix seconds)."""
         return replace(

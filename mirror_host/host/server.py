@@ -122,7 +122,6 @@ class Host:
         self._wall_clock = wall_clock
         self._pending: deque[trio.CancelScope] = deque()
         self._numbers = itertools.count(1)
-        self._nursery: trio.Nursery | None = None
         self._window_changed = trio.Event()
         self._last_seen_dirty = trio.Event()
         self._connections_changed = trio.Event()
@@ -143,7 +142,6 @@ class Host:
         )
         try:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
                 nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
                 nursery.start_soon(self.hub.run)
                 nursery.start_soon(self._expire_windows)
@@ -159,22 +157,22 @@ class Host:
         Call this before cancelling :meth:`serve`; cancellation alone closes
         connections at once, without the last message.
         """
-        self.hub.stop_all()
-        for connection in list(self.connections):
-            if not connection.session.is_closed:
-                connection.session.close("host stopped")
-            connection.kick()
+        self._end_connections()
         with trio.move_on_after(grace_seconds):
             while self.connections:
                 await self._connections_changed.wait()
                 self._connections_changed = trio.Event()
 
-    async def _stop(self) -> None:
+    def _end_connections(self) -> None:
+        """Subscribers get ``ended hostStopped``; every other connection just closes."""
         self.hub.stop_all()
         for connection in list(self.connections):
             if not connection.session.is_closed:
                 connection.session.close("host stopped")
             connection.kick()
+
+    async def _stop(self) -> None:
+        self._end_connections()  # again: nothing left to do after a graceful shutdown
         for scope in self._pending:
             scope.cancel()
         self.failures.clear()
@@ -411,15 +409,9 @@ class Host:
         Raises:
             StoreError: the store could not be written (nothing was changed).
         """
-        before = self.registry
-        if device_id is None:
-            removed = [d.identity for d in before.devices]
-            after = DeviceRegistry(host_id=before.host_id)
-        else:
-            if before.find(device_id) is None:
-                return []
-            removed = [str(device_id).upper()]
-            after = before.without(device_id)
+        after, removed = self.registry.revoked(device_id)
+        if device_id is not None and not removed:
+            return []
         await self.store.save(after)
         self.registry = after
         if device_id is None:
