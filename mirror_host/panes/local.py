@@ -71,10 +71,10 @@ class LocalPane:
     master: trio.lowlevel.FdStream
     screen: Screen
     start_dir: str
+    #: Answers to terminal queries (DSR, DA …), written back to the program in order.
+    reply_send: trio.MemorySendChannel[bytes]
+    reply_receive: trio.MemoryReceiveChannel[bytes]
     watchers: set[Callable[[], None]] = field(default_factory=set)
-    replies: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]] = field(
-        default_factory=lambda: trio.open_memory_channel[bytes](_REPLY_QUEUE)
-    )
     write_lock: trio.Lock = field(default_factory=trio.Lock)
     alive: bool = True
 
@@ -115,7 +115,6 @@ class LocalSource:
         self._cwd = cwd or os.getcwd()
         self._env = env
         self._panes: dict[UUID, LocalPane] = {}
-        self._started = trio.Event()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -133,16 +132,11 @@ class LocalSource:
                     self._panes[pane.id] = pane
                     nursery.start_soon(self._pump, pane)
                     nursery.start_soon(self._write_replies, pane)
-                self._started.set()
                 await trio.sleep_forever()
         finally:
             for pane in list(self._panes.values()):
                 self._terminate(pane)
             self._panes.clear()
-
-    async def wait_started(self) -> None:
-        """Wait until every command has been spawned."""
-        await self._started.wait()
 
     def _spawn(self, command: str, argv: list[str]) -> LocalPane:
         master_fd, slave_fd = os.openpty()
@@ -171,15 +165,13 @@ class LocalSource:
             raise PaneSourceError(f"cannot start {command!r}: {exc.strerror}") from exc
         os.close(slave_fd)
         pane_id = uuid.uuid4()
-        pane_ref: list[LocalPane] = []
+        reply_send, reply_receive = trio.open_memory_channel[bytes](_REPLY_QUEUE)
 
         def reply(data: bytes) -> None:
-            # Answers to DSR/DA queries go back to the program, in order.
-            if pane_ref:
-                try:
-                    pane_ref[0].replies[0].send_nowait(data)
-                except trio.WouldBlock:
-                    logger.warning("pane %s: dropped a terminal reply (queue full)", pane_id)
+            try:
+                reply_send.send_nowait(data)
+            except trio.WouldBlock:
+                logger.warning("pane %s: dropped a terminal reply (queue full)", pane_id)
 
         pane = LocalPane(
             id=pane_id,
@@ -191,8 +183,9 @@ class LocalSource:
             master=trio.lowlevel.FdStream(master_fd),
             screen=Screen(self._columns, self._rows, on_reply=reply),
             start_dir=self._cwd,
+            reply_send=reply_send,
+            reply_receive=reply_receive,
         )
-        pane_ref.append(pane)
         logger.info(
             "started %r (pid %d) in a %dx%d PTY", command, process.pid, self._columns, self._rows
         )
@@ -213,7 +206,7 @@ class LocalSource:
             await self._retire(pane)
 
     async def _write_replies(self, pane: LocalPane) -> None:
-        async for data in pane.replies[1]:
+        async for data in pane.reply_receive:
             try:
                 await self._write_raw(pane, data)
             except PaneSourceError:
@@ -226,7 +219,7 @@ class LocalSource:
         with trio.CancelScope(shield=True):
             code = await self._reap(pane)
             await pane.master.aclose()
-        pane.replies[0].close()
+        pane.reply_send.close()
         logger.info("pane %r exited (status %s)", pane.command, code)
 
     async def _reap(self, pane: LocalPane) -> int:
@@ -346,12 +339,6 @@ class LocalSource:
         pane = self._pane(pane_id)
         text, cut = keep_newest_utf8(pane.screen.history_text(), MAX_HISTORY_BYTES)
         return HistoryCapture(text=text, truncated=cut)
-
-    # ------------------------------------------------------------ helpers for tests
-
-    def pane_pids(self) -> dict[UUID, int]:
-        """Process ids by pane (tests stop processes by pid)."""
-        return {pane.id: pane.process.pid for pane in self._panes.values()}
 
 
 def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:
