@@ -167,6 +167,12 @@ class Screen:
         request.delta = rows
         _scroll_viewport(self._handle, request[0])
 
+    def scroll_to_bottom(self) -> None:
+        """Return the viewport to the live screen (the fake Herdr's ``pane.scroll 0``)."""
+        request = ffi.new("MirrorHostScrollViewport*")
+        request.tag = lib.GHOSTTY_SCROLL_VIEWPORT_BOTTOM
+        _scroll_viewport(self._handle, request[0])
+
     # ------------------------------------------------------------ output
 
     def _selection(self, tag: str) -> Any:
