@@ -230,3 +230,22 @@ async def test_herdr_not_running_is_reported(
     finally:
         logging.getLogger("mirror_host").propagate = False
     assert "Herdr is not running" in caplog.text and "absent.sock" in caplog.text
+
+
+async def test_event_stream_follows_the_agent_panes(state_dir: Path) -> None:
+    async with fake_herdr(state_dir) as fake:
+        pane_id = await add_demo(fake)
+        async with herdr_host(state_dir, fake) as (_host, _client, _source):
+
+            def watched() -> set[str]:
+                latest = fake.requests_for("events.subscribe")[-1]["params"]["subscriptions"]
+                return {s["pane_id"] for s in latest if s["type"] == "pane.agent_status_changed"}
+
+            with trio.fail_after(5):
+                while not fake.requests_for("events.subscribe"):
+                    await trio.sleep(0.02)
+            assert watched() == set()
+            fake.set_agent(pane_id, "claude")  # Herdr detects an agent in the pane
+            with trio.fail_after(10):
+                while watched() != {pane_id}:
+                    await trio.sleep(0.05)

@@ -146,6 +146,8 @@ class HerdrSource:
         self._has_scroll: bool | None = None
         self._event_types = list(LIFECYCLE_EVENTS)
         self._agent_panes: frozenset[str] = frozenset()
+        #: Cancelled when the agent panes change, so the event stream is renewed.
+        self._resubscribe = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
 
     # ------------------------------------------------------------ discovery
@@ -158,27 +160,20 @@ class HerdrSource:
             self._nursery = nursery
             while True:
                 try:
-                    await self._follow(nursery)
-                except PaneSourceUnavailable as exc:
+                    await self._follow()
+                except PaneSourceError as exc:  # not running, restarting, or refusing
                     if not complained:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
                         complained = True
                     self._listed.set()
                     await trio.sleep(backoff)
                     backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                    continue
-                except HerdrError as exc:
-                    logger.warning("Herdr refused discovery: %s", exc)
-                    await trio.sleep(backoff)
-                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                    continue
-                backoff, complained = 1.0, False
 
     async def wait_listed(self) -> None:
         """Wait for the first discovery attempt (tests and start-up)."""
         await self._listed.wait()
 
-    async def _follow(self, nursery: trio.Nursery) -> None:
+    async def _follow(self) -> None:
         pong = await self.client.call("ping")
         self.version = pong.get("version") if isinstance(pong.get("version"), str) else None
         protocol = pong.get("protocol")
@@ -247,7 +242,7 @@ class HerdrSource:
         agents = frozenset(p.pane_id for p in snapshot.panes if p.agent)
         if agents != self._agent_panes:
             self._agent_panes = agents
-            self._repoll.set()  # also resubscribes (see _follow_events)
+            self._resubscribe.cancel()  # the event stream must follow the new agent panes
         self._listed.set()
 
     async def _read_snapshot(self) -> Snapshot:
@@ -289,12 +284,15 @@ class HerdrSource:
                 for pane_id in sorted(agents)
             ]
             try:
-                async with self.client.subscribe(subscriptions) as events:
-                    self._events_healthy = True
-                    async for _event in events:
-                        self._repoll.set()
-                        if self._agent_panes != agents:
-                            break  # the agent set changed: subscribe again with it
+                with trio.CancelScope() as self._resubscribe:
+                    if self._agent_panes != agents:
+                        continue  # changed while we were (re)connecting
+                    async with self.client.subscribe(subscriptions) as events:
+                        self._events_healthy = True
+                        async for _event in events:
+                            self._repoll.set()
+                if self._resubscribe.cancelled_caught:
+                    continue  # the agent panes changed: subscribe again with them
             except HerdrUnknownMethod:
                 logger.info(
                     "this Herdr has no event stream; polling every %g s", _FAST_POLL_SECONDS
