@@ -370,14 +370,22 @@ class HerdrSource:
         pane = self.pane_record(pane_id)
         assert self.snapshot is not None and self._nursery is not None
         text = await self._read_visible(pane)
-        rows = split_rows(text)
-        columns, height = grid_size(pane, self.snapshot, rows)
-        screen = Screen(columns, height)
-        screen.feed(frame_from_rows(rows))
-        mirror = _Mirror(pane_id, pane, screen, last_text=text)
+        mirror = _Mirror(pane_id, pane, self._draw(pane, text), last_text=text)
         self._mirrors[pane_id] = mirror
         self._nursery.start_soon(self._run_mirror, mirror)
         return mirror
+
+    def _draw(self, pane: HerdrPane, text: str, screen: Screen | None = None) -> Screen:
+        """A screen showing ``pane.read`` rows (reusing ``screen`` if the size holds)."""
+        assert self.snapshot is not None
+        rows = split_rows(text)
+        size = grid_size(pane, self.snapshot, rows)
+        if screen is None or screen.size != size:
+            screen = Screen(*size)
+        else:
+            screen.reset()
+        screen.feed(frame_from_rows(rows))
+        return screen
 
     async def _read_visible(self, pane: HerdrPane) -> str:
         result = await self.client.call(
@@ -548,19 +556,12 @@ class HerdrSource:
                 await self._confirm_gone(mirror)
                 continue
             except PaneSourceUnavailable:
-                await trio.sleep(
-                    1.0
-                )  # Herdr restarting: keep the pane until a snapshot says otherwise
+                # Herdr restarting: keep the pane until a snapshot says otherwise.
+                await trio.sleep(1.0)
                 continue
-            if text != mirror.last_text:
+            if text != mirror.last_text:  # change is known by content: revision is always 0
                 mirror.last_text = text
-                rows = split_rows(text)
-                assert self.snapshot is not None
-                size = grid_size(mirror.pane, self.snapshot, rows)
-                if size != mirror.screen.size:
-                    mirror.screen = Screen(*size)
-                mirror.screen.reset()
-                mirror.screen.feed(frame_from_rows(rows))
+                mirror.screen = self._draw(mirror.pane, text, mirror.screen)
                 mirror.notify()
             mirror.poll_now = trio.Event()
             with trio.move_on_after(self._poll_seconds):
