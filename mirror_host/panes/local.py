@@ -288,24 +288,11 @@ class LocalSource:
         with_scroll_bounds: bool = False,
     ) -> VTCapture | TextCapture:
         """Format the pane's screen now (no awaiting: the screen is in memory)."""
-        pane = self._pane(pane_id)
-        screen = pane.screen
-        columns, rows = screen.size
+        screen = self._pane(pane_id).screen
+        wants_overlay = with_viewport_text and representation is Representation.VT
+        overlay = screen.viewport_text() if wants_overlay and screen.is_scrolled_back else None
         bounds = screen.scroll_bounds() if with_scroll_bounds else None
-        if representation is Representation.TEXT:
-            return TextCapture(
-                columns=columns, rows=rows, text=screen.viewport_text(), scroll_bounds=bounds
-            )
-        viewport = None
-        if with_viewport_text and screen.is_scrolled_back:
-            viewport = screen.viewport_text()
-        return VTCapture(
-            columns=columns,
-            rows=rows,
-            data=screen.vt_frame(),
-            viewport_text=viewport,
-            scroll_bounds=bounds,
-        )
+        return screen.capture(representation, overlay=overlay, bounds=bounds)
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """Write input to the PTY unchanged."""

@@ -457,17 +457,10 @@ class TmuxSource:
         screen = pane.screen
         if screen is None:
             raise PaneNotFound(f"tmux pane {pane.row.pane_id} is not being mirrored")
-        columns, rows = screen.size
         bounds = self._bounds(pane, screen) if with_scroll_bounds else None
-        if representation is Representation.TEXT:
-            text = pane.viewport if pane.viewport is not None else screen.viewport_text()
-            return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=bounds)
-        return VTCapture(
-            columns=columns,
-            rows=rows,
-            data=screen.vt_frame(),
-            viewport_text=pane.viewport if with_viewport_text else None,
-            scroll_bounds=bounds,
+        wanted = with_viewport_text or representation is Representation.TEXT
+        return screen.capture(
+            representation, overlay=pane.viewport if wanted else None, bounds=bounds
         )
 
     def _bounds(self, pane: _Pane, screen: Screen) -> ScrollBounds:

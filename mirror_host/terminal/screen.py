@@ -25,7 +25,8 @@ from typing import Any
 from pyghostty import Terminal, ffi, lib
 from pyghostty.core import init_sized
 
-from mirror_host.panes.model import ScrollBounds
+from mirror_host.control import Representation
+from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
 
 __all__ = ["DEFAULT_SCROLLBACK_LINES", "Screen"]
 
@@ -244,6 +245,31 @@ class Screen:
             return ""
         _check(result, "select_all")
         return self._plain(selection, unwrap=True)
+
+    def capture(
+        self,
+        representation: Representation,
+        *,
+        overlay: str | None = None,
+        bounds: ScrollBounds | None = None,
+    ) -> VTCapture | TextCapture:
+        """This screen as a pane capture.
+
+        ``overlay`` is the text of a viewport scrolled away from the live screen
+        (the source knows where that is): phones get it instead of the viewport,
+        and a ``vt-v1`` capture carries it as its viewport text.
+        """
+        columns, rows = self.size
+        if representation is Representation.TEXT:
+            text = overlay if overlay is not None else self.viewport_text()
+            return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=bounds)
+        return VTCapture(
+            columns=columns,
+            rows=rows,
+            data=self.vt_frame(),
+            viewport_text=overlay,
+            scroll_bounds=bounds,
+        )
 
     def cell(self, x: int, y: int) -> tuple[str, tuple[tuple[str, object], ...]]:
         """The text and style of one cell of the active area (for fidelity checks)."""

@@ -583,14 +583,8 @@ class HerdrSource:
     ) -> VTCapture | TextCapture:
         """The mirrored screen (Herdr renders a scrolled-back pane scrolled back)."""
         mirror = self._mirror(pane_id)
-        screen = mirror.screen
-        columns, rows = screen.size
         bounds = scroll_bounds(mirror.pane) if with_scroll_bounds else None
-        if representation is Representation.TEXT:
-            return TextCapture(
-                columns=columns, rows=rows, text=screen.active_text(), scroll_bounds=bounds
-            )
-        return VTCapture(columns=columns, rows=rows, data=screen.vt_frame(), scroll_bounds=bounds)
+        return mirror.screen.capture(representation, bounds=bounds)
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """``pane.send_text`` with the bytes as they are (already encoded by the client).
