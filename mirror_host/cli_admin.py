@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from mirror_host.auth.pairing import display_code
 from mirror_host.config import Config
 from mirror_host.errors import StoreError
+from mirror_host.host.admin import device_entry
 from mirror_host.host.admin_client import NoHostRunning, admin_request
 from mirror_host.host.store import DeviceStore
 from mirror_host.qr_display import render_terminal, write_png
@@ -121,16 +122,7 @@ def run_devices(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         except StoreError as error:
             print(f"mirror-host devices: {error}", file=sys.stderr)
             return 1
-        devices = [
-            {
-                "id": d.identity,
-                "name": d.name,
-                "pairedAt": d.paired_at,
-                "lastSeen": d.last_seen,
-                "connected": False,
-            }
-            for d in (registry.devices if registry else ())
-        ]
+        devices = [device_entry(d, connected=False) for d in (registry.devices if registry else ())]
     if args.json:
         out.write(json.dumps(devices) + "\n")
         return 0

@@ -26,11 +26,12 @@ from typing import Any
 
 import trio
 
+from mirror_host.auth.devices import Device
 from mirror_host.auth.qr import encode_pairing_payload
 from mirror_host.errors import StoreError
 from mirror_host.host.server import Host
 
-__all__ = ["MAX_REQUEST_BYTES", "bind_admin_socket", "serve_admin"]
+__all__ = ["MAX_REQUEST_BYTES", "bind_admin_socket", "device_entry", "serve_admin"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,17 @@ async def _serve_client(host: Host, stream: trio.abc.Stream) -> None:
             return
 
 
+def device_entry(device: Device, *, connected: bool) -> dict[str, Any]:
+    """One device as ``devices`` reports it (never with its key)."""
+    return {
+        "id": device.identity,
+        "name": device.name,
+        "pairedAt": device.paired_at,
+        "lastSeen": device.last_seen,
+        "connected": connected,
+    }
+
+
 async def _answer(host: Host, line: bytes) -> dict[str, Any]:
     try:
         request = json.loads(line)
@@ -131,14 +143,7 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         return {
             "ok": True,
             "devices": [
-                {
-                    "id": d.identity,
-                    "name": d.name,
-                    "pairedAt": d.paired_at,
-                    "lastSeen": d.last_seen,
-                    "connected": d.id in connected,
-                }
-                for d in host.registry.devices
+                device_entry(d, connected=d.id in connected) for d in host.registry.devices
             ],
         }
     if op == "revoke":
