@@ -9,11 +9,15 @@ from mirror_host.errors import AuthError
 __all__ = [
     "ALPHABET",
     "CODE_LENGTH",
+    "PAIR_IDENTITY",
     "InvalidPairingCode",
     "display_code",
     "generate_code",
     "normalize_code",
 ]
+
+#: The TLS-PSK identity of a pairing connection (its key is the normalised code).
+PAIR_IDENTITY = "pair"
 
 #: 32 symbols without I, O, 0 and 1, so a code read aloud is unambiguous.
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"

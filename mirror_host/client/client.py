@@ -18,6 +18,7 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.auth.proofs import device_proof, pair_proof
 from mirror_host.client.tls import client_context
 from mirror_host.control import (
@@ -214,7 +215,7 @@ async def pair_device(host: str, port: int, code: str, name: str) -> Credential:
     Raises:
         ClientClosed: the host refused (or the code was wrong).
     """
-    async with open_client(host, port, "pair", code.encode()) as client:
+    async with open_client(host, port, PAIR_IDENTITY, code.encode()) as client:
         challenge = await client.expect(Challenge)
         assert isinstance(challenge, Challenge)
         proof = pair_proof(code, challenge.host_id, name, challenge.nonce)

@@ -20,7 +20,6 @@ for at most :data:`FLUSH_SECONDS`.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Protocol
 
 import trio
@@ -161,8 +160,6 @@ class Connection:
 
     async def _timer(self) -> None:
         while (deadline := self.session.get_timer()) is not None:
-            if not math.isfinite(deadline):
-                return
             await trio.sleep_until(deadline)
             self.session.handle_timer(trio.current_time())
             await self._pump()

@@ -37,6 +37,7 @@ import trio
 from mirror_host.auth.devices import DeviceRegistry
 from mirror_host.auth.failures import FailureLog
 from mirror_host.auth.login import check_device_login, check_pairing, create_device
+from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.auth.qr import (
     InvalidPairingPayload,
     PairingPayload,
@@ -50,7 +51,6 @@ from mirror_host.host.connection import Connection
 from mirror_host.host.hub import Hub
 from mirror_host.host.store import DeviceStore
 from mirror_host.host.tls import (
-    PAIR_IDENTITY,
     PskTable,
     build_server_context,
     negotiated_identity,

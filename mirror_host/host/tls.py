@@ -34,7 +34,6 @@ from typing import Any
 
 __all__ = [
     "CIPHER",
-    "PAIR_IDENTITY",
     "PskTable",
     "build_server_context",
     "negotiated_identity",
@@ -43,7 +42,6 @@ __all__ = [
 ]
 
 CIPHER = "ECDHE-PSK-CHACHA20-POLY1305"
-PAIR_IDENTITY = "pair"
 
 _identity: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mirror_host_psk_identity", default=None

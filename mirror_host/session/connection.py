@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import Callable
 from uuid import UUID
 
+from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.control import (
     PANE_TARGETED_COMMANDS,
     Acknowledge,
@@ -158,7 +159,6 @@ class Session:
         identity: str,
         nonce: bytes,
         now: float,
-        pair_identity: str = "pair",
     ) -> None:
         self.host_id = host_id
         #: The PSK identity that made this TLS session: ``pair`` or a device UUID.
@@ -169,7 +169,6 @@ class Session:
         self.device_id: UUID | None = None
         self.lease: Lease | None = None
         self.history: HistorySnapshot | None = None
-        self._pair_identity = pair_identity
         self._decoder = PacketDecoder()
         self._events: deque[Event] = deque()
         self._outbound: list[bytes] = []
@@ -538,7 +537,7 @@ class Session:
 
     def _handle_login(self, message: ControlMessage) -> None:
         if isinstance(message, Authenticate):
-            if self.identity == self._pair_identity:
+            if self.identity == PAIR_IDENTITY:
                 raise ProtocolViolation("authenticate on a pairing connection")
             if str(message.device_id).upper() != self.identity:
                 raise ProtocolViolation("authenticate names another device than the TLS identity")
@@ -546,7 +545,7 @@ class Session:
             self._events.append(AuthenticateRequested(message.device_id, message.proof))
             return
         if isinstance(message, Pair):
-            if self.identity != self._pair_identity:
+            if self.identity != PAIR_IDENTITY:
                 raise ProtocolViolation("pair on a device connection")
             self.phase = Phase.PAIRING
             self._auth_deadline = None
