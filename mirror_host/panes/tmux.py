@@ -84,6 +84,16 @@ class _Pane:
             callback()
 
 
+@dataclass(eq=False)
+class _PendingCommand:
+    """A command line sent to tmux, waiting for its ``%begin``/``%end`` blocks."""
+
+    blocks_wanted: int
+    results: list[list[bytes]] = field(default_factory=list)
+    failed: bool = False
+    done: trio.Event = field(default_factory=trio.Event)
+
+
 class _ControlClient:
     """One ``tmux -C`` client attached to one session."""
 
@@ -92,7 +102,7 @@ class _ControlClient:
         self.session_id = session_id
         self.process: trio.Process | None = None
         self.paused: set[str] = set()
-        self._pending: deque[tuple[int, list[list[bytes]], trio.Event, list[bool]]] = deque()
+        self._pending: deque[_PendingCommand] = deque()
         self._block: list[bytes] | None = None
         self._block_ours = False
         self._send_lock = trio.Lock()
@@ -138,9 +148,9 @@ class _ControlClient:
                     self._handle(line)
         finally:
             self.done.set()
-            for _, _, event, failed in self._pending:
-                failed.append(True)
-                event.set()
+            for pending in self._pending:
+                pending.failed = True
+                pending.done.set()
             self._pending.clear()
             with trio.CancelScope(shield=True):
                 if process.returncode is None:
@@ -161,13 +171,12 @@ class _ControlClient:
         elif isinstance(event, BlockEnd):
             block, self._block = self._block or [], None
             if self._block_ours and self._pending:
-                blocks_wanted, results, done, failed = self._pending[0]
-                results.append(block)
-                if not event.ok:
-                    failed.append(True)
-                if len(results) >= blocks_wanted:
+                pending = self._pending[0]
+                pending.results.append(block)
+                pending.failed = pending.failed or not event.ok
+                if len(pending.results) >= pending.blocks_wanted:
                     self._pending.popleft()
-                    done.set()
+                    pending.done.set()
         elif isinstance(event, LayoutChanged):
             self.source.request_relist()
         elif isinstance(event, Exited):
@@ -182,22 +191,29 @@ class _ControlClient:
         process = self.process
         if process is None or process.stdin is None or self.done.is_set():
             raise PaneSourceUnavailable("the tmux control client is not running")
-        results: list[list[bytes]] = []
-        failed: list[bool] = []
-        done = trio.Event()
+        pending = _PendingCommand(blocks)
         async with self._send_lock:
-            self._pending.append((blocks, results, done, failed))
+            self._pending.append(pending)
             try:
                 await process.stdin.send_all(line.encode() + b"\n")
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise PaneSourceUnavailable("the tmux control client went away") from exc
-        await done.wait()
-        if failed:
-            detail = b" ".join(b" ".join(block) for block in results)[:200].decode(
+        await pending.done.wait()
+        if pending.failed:
+            detail = b" ".join(b" ".join(block) for block in pending.results)[:200].decode(
                 "utf-8", "replace"
             )
             raise PaneSourceError(f"tmux refused {line.split(' ', 1)[0]}: {detail}")
-        return results
+        return pending.results
+
+    async def pause(self, tmux_id: str) -> None:
+        """Stop receiving a pane's output (for this client only; tmux keeps reading it).
+
+        Raises:
+            PaneSourceError: tmux refused, or the client is gone.
+        """
+        await self.command(f"refresh-client -A '{tmux_id}:pause'")
+        self.paused.add(tmux_id)
 
     async def close(self) -> None:
         if self.process is not None and self.process.stdin is not None:
@@ -324,8 +340,7 @@ class TmuxSource:
             if client is None or pane.watchers or pane.row.pane_id in client.paused:
                 continue
             try:
-                await client.command(f"refresh-client -A '{pane.row.pane_id}:pause'")
-                client.paused.add(pane.row.pane_id)
+                await client.pause(pane.row.pane_id)
             except PaneSourceError as exc:
                 logger.debug("could not pause %s: %s", pane.row.pane_id, exc)
 
@@ -439,8 +454,7 @@ class TmuxSource:
                 if client is not None and pane.uuid in self._panes:
                     with trio.CancelScope(shield=True), trio.move_on_after(2):
                         try:
-                            await client.command(f"refresh-client -A '{pane.row.pane_id}:pause'")
-                            client.paused.add(pane.row.pane_id)
+                            await client.pause(pane.row.pane_id)
                         except PaneSourceError:
                             pass
 
