@@ -18,7 +18,14 @@ from typing import TextIO
 
 from mirror_host import __version__
 from mirror_host.cli_admin import run_devices, run_pair, run_revoke, run_status
-from mirror_host.config import SOURCE_KINDS, Config, parse_endpoint, parse_size
+from mirror_host.config import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    SOURCE_KINDS,
+    Config,
+    parse_endpoint,
+    parse_size,
+)
 from mirror_host.config_file import load_config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import ConfigError
@@ -109,8 +116,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="device store, admin socket and status file (default: $XDG_STATE_HOME/mirror-host)",
     )
-    group.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    group.add_argument("--log-format", choices=("text", "json"))
+    group.add_argument("--log-level", choices=LOG_LEVELS, help="default: info")
+    group.add_argument("--log-format", choices=LOG_FORMATS, help="default: text")
 
 
 def _endpoint_arg(text: str) -> str:

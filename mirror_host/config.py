@@ -21,6 +21,8 @@ from mirror_host.errors import ConfigError
 
 __all__ = [
     "KEYS",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
     "SOURCE_KINDS",
     "Config",
     "Endpoint",
