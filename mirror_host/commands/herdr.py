@@ -50,6 +50,7 @@ from mirror_host.panes.herdr.protocol import (
     Workspace,
     parse_pane,
     parse_tab,
+    terminal_name,
 )
 from mirror_host.panes.herdr.source import HerdrSource
 
@@ -167,8 +168,7 @@ class HerdrCommands:
     def _pane(pane: HerdrPane) -> dict[str, JSONValue]:
         record: dict[str, JSONValue] = {
             "id": str(pane.uuid).upper(),
-            "title": pane.label
-            or (pane.agent[:1].upper() + pane.agent[1:] if pane.agent else "Shell"),
+            "title": pane.label or terminal_name(pane),
         }
         if pane.cwd:
             record["cwd"] = pane.cwd
@@ -352,8 +352,7 @@ class HerdrCommands:
         if not prompt.strip():
             return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
         try:
-            record = self.source.pane_record(pane_id)
-            fresh = await self._fresh(record)
+            fresh = await self._settled(await self._fresh(self.source.pane_record(pane_id)))
         except PaneNotFound:
             return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
         except PaneSourceError as exc:
@@ -363,14 +362,6 @@ class HerdrCommands:
         if not fresh.agent:
             return cli_error(
                 command, "AGENT_NOT_FOUND", "No agent is running in the selected pane."
-            )
-        try:
-            fresh = await self._settled(fresh)
-        except PaneNotFound:
-            return cli_error(command, "AGENT_GONE", "The selected agent pane is gone.")
-        except PaneSourceError as exc:
-            return cli_error(
-                command, "SEND_FAILED", f"Herdr could not be asked about the pane ({exc})."
             )
         if fresh.agent_status == "working":
             return cli_error(

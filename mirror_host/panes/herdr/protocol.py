@@ -42,6 +42,7 @@ __all__ = [
     "scroll_bounds",
     "split_rows",
     "strip_escapes",
+    "terminal_name",
 ]
 
 _PANE_NAMESPACE = uuid.UUID("3f1b0f6e-8f0a-4e63-9a54-6b8c1d0f2a77")
@@ -281,8 +282,9 @@ def parse_snapshot(
     )
 
 
-def _agent_name(agent: str) -> str:
-    return agent[:1].upper() + agent[1:]
+def terminal_name(pane: HerdrPane) -> str:
+    """What runs in the pane, for people: the agent's name (``Claude``) or ``Shell``."""
+    return pane.agent[:1].upper() + pane.agent[1:] if pane.agent else "Shell"
 
 
 def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
@@ -306,7 +308,7 @@ def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
         workspace = workspaces.get(pane.workspace_id)
         tab = tabs.get(pane.tab_id)
         workspace_label = workspace.label if workspace else pane.workspace_id
-        terminal = _agent_name(pane.agent) if pane.agent else "Shell"
+        terminal = terminal_name(pane)
         parts = [tab.label if tab else pane.tab_id, terminal]
         siblings = per_tab.get(pane.tab_id, [])
         if len(siblings) > 1:
