@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mirror_host import control as c
+from mirror_host.client.client import Credential, login
 from mirror_host.host.admin_client import admin_request
 
 
@@ -37,6 +39,15 @@ def start_host(
 def open_window(state_dir: Path) -> str:
     code: str = admin_request(state_dir, {"op": "pair"})["code"]
     return code
+
+
+async def list_panes(port: int, credential: Credential) -> list[c.PaneDescriptor]:
+    """Log in once on 127.0.0.1:port and return the host's pane listing."""
+    async with login("127.0.0.1", port, credential) as lister:
+        await lister.send(c.ListPanes())
+        listing = await lister.expect(c.Panes)
+    assert isinstance(listing, c.Panes)
+    return list(listing.panes)
 
 
 def percentile(values: list[float], q: float) -> float:

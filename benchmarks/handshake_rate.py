@@ -19,7 +19,7 @@ import time
 
 import trio
 
-from benchmarks.common import cpu_seconds, open_window, start_host
+from benchmarks.common import cpu_seconds, open_window, percentile, start_host
 from mirror_host.client.client import ClientClosed, login, pair_device
 
 
@@ -53,12 +53,11 @@ async def run(seconds: float, clients: int) -> None:
                     nursery.start_soon(worker)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(process.pid) - cpu_before
-        latencies.sort()
         print(f"clients={clients} seconds={elapsed:.1f}")
         print(f"logins/s: {count / elapsed:.0f} ({len(failures)} refused)")
         print(f"host CPU: {100 * cpu / elapsed:.0f}% of one core")
-        print(f"login time p50 {1000 * latencies[len(latencies) // 2]:.1f} ms, "
-              f"p99 {1000 * latencies[int(len(latencies) * 0.99)]:.1f} ms")  # fmt: skip
+        print(f"login time p50 {1000 * percentile(latencies, 50):.1f} ms, "
+              f"p99 {1000 * percentile(latencies, 99):.1f} ms")  # fmt: skip
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait()

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import trio
 
-from benchmarks.common import cpu_seconds, open_window, percentile, start_host
+from benchmarks.common import cpu_seconds, list_panes, open_window, percentile, start_host
 from benchmarks.latency import TICKER, watch
-from mirror_host import control as c
-from mirror_host.client.client import login, pair_device
+from mirror_host.client.client import pair_device
 from mirror_host.host.admin_client import admin_request
 
 FAKE_CLI = str(Path(__file__).resolve().parent.parent / "tests" / "fakes" / "herdr")
@@ -75,14 +74,11 @@ async def measure(
     seconds: float,
 ) -> None:
     credential = await pair_device("127.0.0.1", port, open_window(state_dir), "bench")
-    async with login("127.0.0.1", port, credential) as lister:
-        await lister.send(c.ListPanes())
-        listing = await lister.expect(c.Panes)
-    assert isinstance(listing, c.Panes)
+    listing = await list_panes(port, credential)
     samples: list[float] = []
     recording = trio.Event()
     async with trio.open_nursery() as watchers:
-        for pane in listing.panes[:subscribed]:
+        for pane in listing[:subscribed]:
             watchers.start_soon(watch, port, credential, pane, False, samples, recording)
             await trio.sleep(0.05)
         await trio.sleep(2)

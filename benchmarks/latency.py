@@ -26,7 +26,7 @@ import time
 
 import trio
 
-from benchmarks.common import cpu_seconds, open_window, percentile, start_host
+from benchmarks.common import cpu_seconds, list_panes, open_window, percentile, start_host
 from mirror_host import control as c
 from mirror_host.client.client import Credential, login, pair_device
 from mirror_host.wire import TextFramePacket, VTFramePacket
@@ -105,14 +105,11 @@ async def measure(
             await pair_device("127.0.0.1", port, open_window(state_dir), f"bench {i}")
             for i in range(2)
         ]
-        async with login("127.0.0.1", port, credentials[0]) as lister:
-            await lister.send(c.ListPanes())
-            listing = await lister.expect(c.Panes)
-        assert isinstance(listing, c.Panes)
+        listing = await list_panes(port, credentials[0])
         samples: list[float] = []
         recording = trio.Event()
         async with trio.open_nursery() as nursery:
-            for index, pane in enumerate(listing.panes):
+            for index, pane in enumerate(listing):
                 # The flooding pane's samples are not measured (it prints no stamps).
                 nursery.start_soon(
                     watch, port, credentials[index % 2], pane, text, samples, recording
@@ -147,12 +144,8 @@ async def measure_idle(
     )
     try:
         credential = await pair_device("127.0.0.1", idle_port, open_window(idle_dir), "idle")
-        async with login("127.0.0.1", idle_port, credential) as lister:
-            await lister.send(c.ListPanes())
-            listing = await lister.expect(c.Panes)
-        assert isinstance(listing, c.Panes)
         async with trio.open_nursery() as nursery:
-            for pane in listing.panes:
+            for pane in await list_panes(idle_port, credential):
                 nursery.start_soon(watch, idle_port, credential, pane, False, [], trio.Event())
                 await trio.sleep(0.05)
             await trio.sleep(2)
