@@ -72,8 +72,7 @@ class Connection:
         self._closed_reported = False
 
     def __repr__(self) -> str:
-        who = f" {self.device_label}" if self.device_label else ""
-        return f"<connection {self.number} {self.peer}{who}>"
+        return f"<connection {self.label}>"
 
     @property
     def label(self) -> str:
