@@ -189,6 +189,11 @@ async def open_client(
     except trio.BrokenResourceError as exc:
         await trio.aclose_forcefully(stream)
         raise ClientClosed(f"TLS handshake failed: {exc.__cause__!r}") from exc
+    except BaseException:
+        # A timeout or a cancellation mid-handshake must not leave the socket
+        # for the garbage collector to find.
+        await trio.aclose_forcefully(stream)
+        raise
     client = MirrorClient(stream, answer_pings=answer_pings)
     try:
         async with trio.open_nursery() as nursery:

@@ -135,12 +135,12 @@ class Host:
     ) -> None:
         """Listen and serve until cancelled; then end every lease with ``hostStopped``."""
         listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
-        sockname = listeners[0].socket.getsockname()
-        self.bound = (str(sockname[0]), int(sockname[1]))
-        logger.info(
-            "listening on %s:%d (host %s)", self.bound[0], self.bound[1], self.registry.host_id
-        )
         try:
+            sockname = listeners[0].socket.getsockname()
+            self.bound = (str(sockname[0]), int(sockname[1]))
+            logger.info(
+                "listening on %s:%d (host %s)", self.bound[0], self.bound[1], self.registry.host_id
+            )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
                 nursery.start_soon(self.hub.run)
@@ -148,6 +148,9 @@ class Host:
                 nursery.start_soon(self._flush_last_seen)
                 task_status.started(self.bound)
         finally:
+            # serve_listeners closes them too; this covers a failure before it ran.
+            for listener in listeners:
+                await trio.aclose_forcefully(listener)
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await self._stop()
 
