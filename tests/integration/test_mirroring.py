@@ -173,6 +173,10 @@ async def test_one_unacknowledged_frame_then_the_latest_state(state_dir: Path) -
             )
             with pytest.raises(trio.TooSlowError):  # nothing while frame 1 is unacknowledged
                 await client.receive(timeout=0.8)
+            # However slow the machine, ack only once the loop has finished on the host.
+            with trio.fail_after(10):
+                while "step5\n" not in (await source.capture(pane.id, c.Representation.TEXT)).text:
+                    await trio.sleep(0.05)
             await client.send(c.Acknowledge(sequence=first.sequence, subscription_id=sub))
             latest = await next_frame(client, sub)
             assert latest.sequence == 2
