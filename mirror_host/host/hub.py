@@ -394,6 +394,11 @@ class Hub:
             sub.wakeup = trio.Event()
             now = trio.current_time()
             if not session.can_take_frame(now):
+                # The gate holds back frames, not the end: a pane that went away
+                # ends the lease even while a frame waits for its acknowledgement.
+                if not self.source.is_listed(sub.pane_id):
+                    self._end(sub, EndReason.PANE_CLOSED)
+                    return
                 continue  # an acknowledgement (or the scroll settling) wakes us
             changed = sub.change_count != seen_changes
             scroll_due = any(d <= now for d in scroll_deadlines)

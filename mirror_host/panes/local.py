@@ -251,6 +251,10 @@ class LocalSource:
             raise PaneNotFound(f"pane {pane_id} has exited")
         return pane
 
+    def is_listed(self, pane_id: UUID) -> bool:
+        pane = self._panes.get(pane_id)
+        return pane is not None and pane.alive
+
     async def list_panes(self) -> list[PaneInfo]:
         """Live panes; reads no terminal contents."""
         panes = []

@@ -39,6 +39,10 @@ class PaneSource(Protocol):
         """The current panes, without reading any terminal contents."""
         ...
 
+    def is_listed(self, pane_id: UUID) -> bool:
+        """Whether ``pane_id`` is among the current panes; in memory, never awaits."""
+        ...
+
     def watch(
         self, pane_id: UUID, on_change: Callable[[], None]
     ) -> AbstractAsyncContextManager[None]:

@@ -417,6 +417,9 @@ class TmuxSource:
             raise PaneNotFound(f"tmux pane {pane_id} is gone")
         return pane
 
+    def is_listed(self, pane_id: UUID) -> bool:
+        return pane_id in self._panes
+
     async def list_panes(self) -> list[PaneInfo]:
         """The panes of the last listing (kept fresh by control-mode notifications)."""
         panes = []

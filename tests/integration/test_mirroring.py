@@ -311,6 +311,18 @@ async def test_pane_whose_process_exits(state_dir: Path) -> None:
             assert [p.title for p in (await list_panes(client)).panes] == ["sleep 60"]
 
 
+async def test_pane_exit_ends_a_lease_whose_frame_is_unacknowledged(state_dir: Path) -> None:
+    source = LocalSource(["read line; exit 0"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            await next_frame(client, sub, ack=False)  # the gate stays shut from here on
+            await client.send(c.Input(data=b"bye\r", subscription_id=sub))
+            assert await client.expect_closed() == [c.Ended(reason=c.EndReason.PANE_CLOSED)]
+
+
 async def test_host_stop_tells_subscribers(state_dir: Path) -> None:
     async with trio.open_nursery() as outer:
         stopped = trio.Event()

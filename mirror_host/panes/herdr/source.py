@@ -336,6 +336,13 @@ class HerdrSource:
         """Panes of the last snapshot, in workspace → tab → pane order; reads no contents."""
         return [info for _, info in self._labels.values()]
 
+    def is_listed(self, pane_id: UUID) -> bool:
+        try:
+            self.pane_record(pane_id)
+        except PaneNotFound:
+            return False
+        return True
+
     def pane_record(self, pane_id: UUID) -> HerdrPane:
         """The latest Herdr record of a listed pane.
 
