@@ -17,6 +17,7 @@ from mirror_host.client.client import MirrorClient, login
 from mirror_host.host.server import Host
 from mirror_host.panes.herdr.protocol import pane_uuid
 from mirror_host.panes.herdr.source import HerdrSource
+from mirror_host.session import lease as lease_module
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.herdr_fake import FakeHerdr
 from tests.integration.conftest import paired, port_of, running_host
@@ -180,7 +181,13 @@ async def test_protocols(state_dir: Path, protocol: int) -> None:
         no_text_recent_reads(fake)
 
 
-async def test_remote_scroll_on_protocol_22(state_dir: Path) -> None:
+@pytest.mark.parametrize("settle", [None, 0.0], ids=["settled", "captured-at-once"])
+async def test_remote_scroll_on_protocol_22(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, settle: float | None
+) -> None:
+    if settle is not None:
+        # No wait for the observe stream: the scroll itself must bring the new view.
+        monkeypatch.setattr(lease_module, "SCROLL_SETTLE_SECONDS", settle)
     async with fake_herdr(state_dir, protocol=22) as fake:
         await add_demo(fake, "seq 1 300; exec sleep 120")
         async with herdr_host(state_dir, fake) as (_host, client, _source):

@@ -627,6 +627,24 @@ class HerdrSource:
         updated = parse_pane(record) if isinstance(record, dict) else None
         if updated is not None:
             mirror.pane = updated
+        # The frame that completes this scroll must show where it landed, and the
+        # observe stream (or the next poll) may not have brought it yet: read the
+        # viewport now. Stream diffs repaint whole rows, so they still apply on top.
+        try:
+            text = await self._read_visible(mirror.pane)
+        except PaneNotFound:
+            raise
+        except PaneSourceError as exc:
+            logger.debug("re-reading Herdr pane %s after a scroll: %s", pane.pane_id, exc)
+        else:
+            assert self.snapshot is not None
+            same_grid = grid_size(mirror.pane, self.snapshot, split_rows(text)) == (
+                mirror.screen.size
+            )
+            # A stream at another size keeps its own screen; its next frame will do.
+            if not mirror.gone and (same_grid or mirror.mode != "observe"):
+                mirror.last_text = text
+                mirror.screen = self._draw(mirror.pane, text, mirror.screen)
         mirror.poll_now.set()
         mirror.notify()
 
