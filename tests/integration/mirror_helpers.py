@@ -77,3 +77,21 @@ async def settle(
                 last = await next_frame(client, sub, timeout=quiet)
             except trio.TooSlowError:
                 return last
+
+
+async def messages_within(client: MirrorClient, sub: UUID, seconds: float) -> list[object]:
+    """Every control message that arrives within ``seconds``, frames acknowledged and left out.
+
+    Raises:
+        ClientClosed: the host closed the connection meanwhile.
+    """
+    seen: list[object] = []
+    with trio.move_on_after(seconds):
+        while True:
+            item = await client.receive(timeout=seconds + 1)
+            if isinstance(item, VTFramePacket | TextFramePacket):
+                assert item.subscription_id == sub
+                await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+            else:
+                seen.append(item)
+    return seen

