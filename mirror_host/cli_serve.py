@@ -15,7 +15,7 @@ import trio
 from mirror_host.auth.qr import encode_pairing_payload
 from mirror_host.cli_admin import show_ticket
 from mirror_host.config import Config
-from mirror_host.errors import ConfigError, StoreError
+from mirror_host.errors import ConfigError, ListenError, MirrorHostError, StoreError
 from mirror_host.host.admin import AdminSocketBusy
 from mirror_host.host.hub import CommandHandler
 from mirror_host.host.server import PairingTicket
@@ -86,9 +86,9 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     except AdminSocketBusy as exc:
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except ListenError as exc:
         print(
-            f"mirror-host: cannot listen on {config.server.listen}: {exc.strerror}", file=sys.stderr
+            f"mirror-host: {exc} (is another host running? choose with --listen)", file=sys.stderr
         )
         return 1
     except KeyboardInterrupt:
@@ -108,4 +108,11 @@ async def _main(
     pair: bool,
     show: Callable[[PairingTicket], None],
 ) -> None:
-    await run_host(config, source, commands=commands, open_pairing=pair, show_pairing=show)
+    try:
+        await run_host(config, source, commands=commands, open_pairing=pair, show_pairing=show)
+    except BaseExceptionGroup as group:
+        # A start-up failure inside the host's nursery arrives wrapped; hand the
+        # one error back bare so serve() can report it in a line.
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], MirrorHostError):
+            raise group.exceptions[0] from None
+        raise

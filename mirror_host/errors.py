@@ -13,8 +13,9 @@ Every error a room raises on purpose is one of these classes, so callers can tel
   as a failure for the peer's address.
 * ``PaneSourceError``: a pane source (Herdr, tmux, a PTY) failed. Transient
   failures are retried; a vanished pane ends its subscription.
-* ``ConfigError`` / ``StoreError``: bad settings or an unreadable device store;
-  these stop the program with a message naming the key or file.
+* ``ConfigError`` / ``StoreError`` / ``ListenError``: bad settings, an
+  unreadable device store or a listen address that cannot be bound; these stop
+  the program with a message naming the key, file or address.
 
 Pure rooms raise only these classes: a ``KeyError`` or ``struct.error`` escaping
 a codec is a bug.
@@ -27,6 +28,7 @@ __all__ = [
     "CaptureUnstable",
     "ConfigError",
     "IncompletePacket",
+    "ListenError",
     "LocalProtocolError",
     "MalformedControlMessage",
     "MalformedPacket",
@@ -135,3 +137,7 @@ class ConfigError(MirrorHostError):
 
 class StoreError(MirrorHostError):
     """The device store on disk cannot be read or written."""
+
+
+class ListenError(MirrorHostError):
+    """The listen address cannot be bound (in use, not ours, not allowed)."""

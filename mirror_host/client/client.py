@@ -181,8 +181,9 @@ async def open_client(
     Raises:
         ClientClosed: the TLS handshake failed.
     """
+    context = context or client_context(identity, key)  # before the socket: it may raise
     tcp = await trio.open_tcp_stream(host, port)
-    stream = trio.SSLStream(tcp, context or client_context(identity, key), server_hostname=None)
+    stream = trio.SSLStream(tcp, context, server_hostname=None)
     try:
         with trio.fail_after(handshake_timeout):
             await stream.do_handshake()

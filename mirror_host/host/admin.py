@@ -65,13 +65,17 @@ async def bind_admin_socket(path: Path) -> trio.SocketListener:
     """
     _clear_stale_socket(path)
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
     try:
-        await sock.bind(str(path))
-    finally:
-        os.umask(old_umask)
-    os.chmod(path, 0o600)
-    sock.listen(16)
+        old_umask = os.umask(0o177)
+        try:
+            await sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        sock.listen(16)
+    except BaseException:
+        sock.close()
+        raise
     return trio.SocketListener(sock)
 
 

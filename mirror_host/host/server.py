@@ -45,7 +45,7 @@ from mirror_host.auth.qr import (
 )
 from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, open_window
 from mirror_host.config import Endpoint
-from mirror_host.errors import StoreError
+from mirror_host.errors import ListenError, StoreError
 from mirror_host.host.addresses import first_lan_ipv4
 from mirror_host.host.connection import Connection
 from mirror_host.host.hub import Hub
@@ -134,7 +134,10 @@ class Host:
         self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Listen and serve until cancelled; then end every lease with ``hostStopped``."""
-        listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
+        try:
+            listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
+        except OSError as exc:
+            raise ListenError(f"cannot listen on {self.listen}: {exc.strerror or exc}") from exc
         try:
             sockname = listeners[0].socket.getsockname()
             self.bound = (str(sockname[0]), int(sockname[1]))

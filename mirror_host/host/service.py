@@ -49,7 +49,7 @@ async def run_host(
     Raises:
         StoreError: the device store cannot be read or created.
         AdminSocketBusy: another host serves this state directory.
-        OSError: the listen address cannot be bound.
+        ListenError: the listen address cannot be bound.
     """
     state_dir = Path(config.state.dir)
     store = DeviceStore(state_dir)
@@ -57,17 +57,17 @@ async def run_host(
     admin_path = state_dir / ADMIN_SOCKET
     status_path = state_dir / STATUS_FILE
     admin_listener = await bind_admin_socket(admin_path)
-    hub = Hub(source, commands=commands)
-    host = Host(
-        listen=config.server.listen,
-        advertise_address=config.server.advertise_address,
-        store=store,
-        registry=registry,
-        hub=hub,
-        pairing_window_seconds=pairing_window_seconds,
-        max_connections=config.server.max_connections,
-    )
     try:
+        hub = Hub(source, commands=commands)
+        host = Host(
+            listen=config.server.listen,
+            advertise_address=config.server.advertise_address,
+            store=store,
+            registry=registry,
+            hub=hub,
+            pairing_window_seconds=pairing_window_seconds,
+            max_connections=config.server.max_connections,
+        )
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(host.serve)
             nursery.start_soon(serve_admin, host, admin_listener)
@@ -86,6 +86,8 @@ async def run_host(
                     show_pairing(ticket)
             task_status.started(host)
     finally:
+        # Closed here too: when the TCP port cannot be bound, serve_admin never ran.
+        await trio.aclose_forcefully(admin_listener)
         for path in (status_path, admin_path):
             try:
                 path.unlink()

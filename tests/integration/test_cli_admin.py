@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +35,29 @@ def cli(
     )
 
 
+def wait_until_serving(state_dir: Path, process: subprocess.Popen[str]) -> None:
+    """Until serve.json appears (30 s at most); the host's own error if it exits first."""
+    deadline = time.monotonic() + 30
+    while not (state_dir / "serve.json").exists():
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited early: {process.communicate()[1]}")
+        if time.monotonic() > deadline:
+            raise AssertionError("serve did not start within 30 s")
+        time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen[str]) -> int:
+    """SIGTERM, then SIGKILL if it lingers; always reaped, pipes closed."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.communicate()
+    return process.returncode
+
+
 @pytest.fixture
 def served(state_dir: Path) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
     process = subprocess.Popen(
@@ -45,23 +70,14 @@ def served(state_dir: Path) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    status = state_dir / "serve.json"
     try:
-        for _ in range(300):
-            if status.exists():
-                break
-            if process.poll() is not None:
-                raise AssertionError(process.communicate()[1])
-            subprocess.run(["sleep", "0.05"], check=True)
-        document = json.loads(status.read_text())
+        wait_until_serving(state_dir, process)
+        document = json.loads((state_dir / "serve.json").read_text())
         assert document["pid"] == process.pid
         port = int(document["listen"].rsplit(":", 1)[1])
         yield state_dir, port, process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=20)
-        process.communicate()
+        stop(process)
 
 
 def test_state_files_are_private_and_serve_json_is_removed_on_exit(
@@ -149,13 +165,11 @@ def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
             "--state-dir", str(state_dir),
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )  # fmt: skip
     try:
-        for _ in range(300):
-            if (state_dir / "serve.json").exists():
-                break
-            subprocess.run(["sleep", "0.05"], check=True)
+        wait_until_serving(state_dir, process)
         result = cli(state_dir, "pair", "--json")
         ticket = json.loads(result.stdout)
         assert ticket["payload"] is None
@@ -163,8 +177,23 @@ def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
         plain = cli(state_dir, "pair", "--no-wait")
         assert "No QR code" in plain.stdout and "-" in plain.stdout
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
+        stop(process)
+
+
+def test_a_busy_port_is_one_clear_line(state_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli(state_dir, "serve", "--local-command", "cat", "--listen", f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"mirror-host: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(is another host running? choose with --listen)\n"
+    )
+    # Nothing left behind that would make the next start think a host is running.
+    assert not (state_dir / "admin.sock").exists()
+    assert not (state_dir / "serve.json").exists()
 
 
 def test_commands_without_a_host_say_so(state_dir: Path) -> None:

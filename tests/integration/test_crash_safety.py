@@ -32,9 +32,15 @@ async def start_host(state_dir: Path) -> tuple[trio.Process, int]:
             "--log-level", "warning",
         ]
     )  # fmt: skip
-    with trio.fail_after(30):
-        while not (state_dir / "serve.json").exists():
-            await trio.sleep(0.02)
+    try:
+        with trio.fail_after(30):
+            while not (state_dir / "serve.json").exists():
+                await trio.sleep(0.02)
+    except BaseException:
+        process.kill()  # never leave a host behind a failed start
+        with trio.CancelScope(shield=True):
+            await process.wait()
+        raise
     port = int(json.loads((state_dir / "serve.json").read_text())["listen"].rsplit(":", 1)[1])
     return process, port
 
