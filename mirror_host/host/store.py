@@ -1,16 +1,18 @@
 """The device store on disk: atomic, private, never silently replaced. I/O.
 
 ``<state-dir>/devices.json`` holds the stable host id and every paired device.
-The directory is 0700 and the file 0600. Writes go to a temporary file in the
-same directory, are fsynced, renamed over the old file and the directory is
-fsynced, so a crash at any moment leaves either the old file or the new one. A
-file that exists but cannot be read or parsed stops the program with a clear
-error: replacing it would silently unpair every device.
+The directory is 0700 (an existing one is checked, never taken over) and the
+file 0600. Writes go to a temporary file in the same directory, are fsynced,
+renamed over the old file and the directory is fsynced, so a crash at any
+moment leaves either the old file or the new one. A file that exists but
+cannot be read or parsed stops the program with a clear error: replacing it
+would silently unpair every device.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from pathlib import Path
 
@@ -25,18 +27,43 @@ STORE_NAME = "devices.json"
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) and make it 0700.
+    """Create ``path`` (and parents) 0700, or check that an existing one is safe.
+
+    An existing directory is never taken over: it must be a directory of this
+    user that nobody else can write to (so ``--state-dir /tmp`` is refused, not
+    locked down). It is tightened to 0700 only when it is plainly the host's
+    own: empty, or already holding the device store.
 
     Raises:
-        StoreError: it cannot be created or is not a directory.
+        StoreError: it cannot be created, or is not a private directory of ours.
     """
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(path, 0o700)
+        path.mkdir(parents=True, mode=0o700)
+        created = True
+    except FileExistsError:
+        created = False
     except OSError as exc:
         raise StoreError(f"{path}: cannot create the state directory ({exc.strerror})") from exc
-    if not path.is_dir():
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot use the state directory ({exc.strerror})") from exc
+    if not stat.S_ISDIR(info.st_mode):
         raise StoreError(f"{path}: the state directory is not a directory")
+    if info.st_uid != os.getuid():
+        raise StoreError(f"{path}: the state directory belongs to another user")
+    if info.st_mode & 0o022:
+        raise StoreError(
+            f"{path}: other users can write to this directory; "
+            "choose a private one with --state-dir"
+        )
+    if created or (path / STORE_NAME).exists() or not any(path.iterdir()):
+        try:
+            os.chmod(path, 0o700)
+        except OSError as exc:
+            raise StoreError(
+                f"{path}: cannot make the state directory private ({exc.strerror})"
+            ) from exc
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
