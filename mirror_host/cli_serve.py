@@ -87,9 +87,7 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
     except ListenError as exc:
-        print(
-            f"mirror-host: {exc} (is another host running? choose with --listen)", file=sys.stderr
-        )
+        print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

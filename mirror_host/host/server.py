@@ -18,6 +18,7 @@ handshake), then sends ``paired``.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import math
@@ -137,7 +138,10 @@ class Host:
         try:
             listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
         except OSError as exc:
-            raise ListenError(f"cannot listen on {self.listen}: {exc.strerror or exc}") from exc
+            hint = _LISTEN_HINTS.get(exc.errno or 0, "")
+            raise ListenError(
+                f"cannot listen on {self.listen}: {exc.strerror or exc}{hint}"
+            ) from exc
         try:
             sockname = listeners[0].socket.getsockname()
             self.bound = (str(sockname[0]), int(sockname[1]))
@@ -473,6 +477,14 @@ def _tls_reason(exc: BaseException) -> str:
         return "peer closed during the handshake"
     reason = getattr(cause, "reason", None)
     return str(reason or cause.__class__.__name__)
+
+
+#: What to do about the usual reasons a listen address cannot be bound.
+_LISTEN_HINTS = {
+    errno.EADDRINUSE: " (is another host running? choose another port with --listen)",
+    errno.EADDRNOTAVAIL: " (no interface of this machine has that address)",
+    errno.EACCES: " (ports below 1024 need privileges; choose another with --listen)",
+}
 
 
 async def _send_alert(

@@ -189,7 +189,7 @@ def test_a_busy_port_is_one_clear_line(state_dir: Path) -> None:
     assert result.returncode == 1
     assert result.stderr == (
         f"mirror-host: cannot listen on 127.0.0.1:{port}: Address already in use "
-        "(is another host running? choose with --listen)\n"
+        "(is another host running? choose another port with --listen)\n"
     )
     # Nothing left behind that would make the next start think a host is running.
     assert not (state_dir / "admin.sock").exists()
