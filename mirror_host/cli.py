@@ -160,7 +160,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--advertise-address",
         metavar="IP",
-        help="address put in the pairing QR code (default: first non-loopback IPv4)",
+        help="address put in the pairing QR code (default: the --listen address when it names "
+        "one, else the first non-loopback IPv4 of this machine)",
     )
     serve.add_argument(
         "--pair", action="store_true", help="open a 60 s pairing window at start-up and show it"

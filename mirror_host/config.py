@@ -63,7 +63,8 @@ class ServerSettings:
 
     #: Where to accept Prowl clients. Prowl's own default port is 7880.
     listen: Endpoint = Endpoint("0.0.0.0", 7880)
-    #: The address put in the QR payload; ``None`` = the first non-loopback IPv4.
+    #: The address put in the QR payload; ``None`` = the listen address when it
+    #: names one, else the first non-loopback IPv4 (``host/addresses.py``).
     advertise_address: str | None = None
     #: Established connections at once (each holds at most one pane); Prowl's host allows 16.
     max_connections: int = 16

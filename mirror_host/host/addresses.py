@@ -12,8 +12,9 @@ import ctypes.util
 import ipaddress
 import socket
 import sys
+from collections.abc import Callable
 
-__all__ = ["first_lan_ipv4"]
+__all__ = ["advertised_address", "first_lan_ipv4", "unreachable_advertisement"]
 
 _IFF_UP = 0x1
 _IFF_LOOPBACK = 0x8
@@ -72,4 +73,47 @@ def first_lan_ipv4() -> tuple[str | None, str]:
     return None, (
         "no network interface has a non-loopback IPv4 address; "
         "pass --advertise-address with the address phones should connect to"
+    )
+
+
+def advertised_address(
+    listen_host: str,
+    advertise: str | None,
+    discover: Callable[[], tuple[str | None, str]] = first_lan_ipv4,
+) -> tuple[str | None, str]:
+    """The address phones are told to dial, or ``(None, reason)``.
+
+    ``--advertise-address`` wins. Otherwise a listener bound to one address is
+    reachable only there, so that address is the answer (none at all when it is
+    loopback); only a wildcard listener asks the interfaces.
+    """
+    if advertise is not None:
+        return advertise, ""
+    try:
+        listening = ipaddress.ip_address(listen_host)
+    except ValueError:
+        return discover()
+    if listening.is_unspecified:
+        return discover()
+    if listening.is_loopback:
+        return None, (
+            f"the host listens on {listen_host} only, which phones cannot reach; "
+            "listen on 0.0.0.0 or a LAN address with --listen"
+        )
+    return listen_host, ""
+
+
+def unreachable_advertisement(listen_host: str, advertise: str | None) -> str | None:
+    """A warning when ``advertise`` names an address the listener does not cover."""
+    if advertise is None:
+        return None
+    try:
+        listening = ipaddress.ip_address(listen_host)
+    except ValueError:
+        return None
+    if listening.is_unspecified or listen_host == advertise:
+        return None
+    return (
+        f"the QR code sends phones to {advertise}, but the host listens on "
+        f"{listen_host} only: they will not reach it"
     )

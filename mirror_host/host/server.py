@@ -47,7 +47,7 @@ from mirror_host.auth.qr import (
 from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, open_window
 from mirror_host.config import Endpoint
 from mirror_host.errors import ListenError, StoreError
-from mirror_host.host.addresses import first_lan_ipv4
+from mirror_host.host.addresses import advertised_address, unreachable_advertisement
 from mirror_host.host.connection import Connection
 from mirror_host.host.hub import Hub
 from mirror_host.host.store import DeviceStore
@@ -148,6 +148,9 @@ class Host:
             logger.info(
                 "listening on %s:%d (host %s)", self.bound[0], self.bound[1], self.registry.host_id
             )
+            warning = unreachable_advertisement(self.listen.host, self.advertise_address)
+            if warning is not None:
+                logger.warning("%s", warning)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
                 nursery.start_soon(self.hub.run)
@@ -354,10 +357,8 @@ class Host:
         self._apply_psk_table()
         self._window_changed.set()
         payload: PairingPayload | None = None
-        error: str | None = None
-        address = self.advertise_address
-        if address is None:
-            address, error = first_lan_ipv4()
+        address, reason = advertised_address(self.listen.host, self.advertise_address)
+        error = reason or None
         if address is not None and self.bound is not None:
             try:
                 payload = build_pairing_payload(
