@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
@@ -55,6 +56,12 @@ def show_ticket(
 def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Open a pairing window on the running host and show it."""
     state_dir = Path(config.state.dir)
+    if args.qr_png is not None:
+        # Checked before the window opens: a typo must not burn a pairing code.
+        problem = _unwritable(args.qr_png)
+        if problem is not None:
+            print(f"mirror-host pair: cannot write {args.qr_png}: {problem}", file=sys.stderr)
+            return 1
     try:
         reply = admin_request(state_dir, {"op": "pair"})
     except NoHostRunning as exc:
@@ -67,14 +74,34 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         document = {k: reply.get(k) for k in ("code", "expiresAt", "payload")}
         if reply.get("payloadError"):
             document["payloadError"] = reply["payloadError"]
-        if args.qr_png and reply.get("payload") is not None:
-            write_png(json.dumps(reply["payload"], separators=(",", ":")).encode(), args.qr_png)
+        try:
+            if args.qr_png and reply.get("payload") is not None:
+                write_png(json.dumps(reply["payload"], separators=(",", ":")).encode(), args.qr_png)
+        except OSError as exc:
+            print(f"mirror-host pair: cannot write {args.qr_png}: {exc.strerror}", file=sys.stderr)
+            return 1
         out.write(json.dumps(document) + "\n")
         return 0
-    show_ticket(reply, out, qr_png=args.qr_png)
+    try:
+        show_ticket(reply, out, qr_png=args.qr_png)
+    except OSError as exc:
+        print(f"mirror-host pair: cannot write {args.qr_png}: {exc.strerror}", file=sys.stderr)
+        return 1
     if args.no_wait:
         return 0
     return _count_down(state_dir, int(reply["expiresAt"]), out)
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a new file, or ``None``."""
+    folder = path.parent
+    if not folder.is_dir():
+        return f"no directory {folder}"
+    if path.is_dir():
+        return "it is a directory"
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "permission denied"
+    return None
 
 
 def _count_down(state_dir: Path, expires_at: int, out: TextIO) -> int:

@@ -118,6 +118,20 @@ def test_second_host_on_the_same_state_dir_is_refused(
     assert "another mirror-host is running" in result.stderr
 
 
+def test_pair_to_an_unwritable_png_opens_no_window(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, _, _ = served
+    missing = state_dir / "no-such-dir" / "qr.png"
+    result = cli(state_dir, "pair", "--no-wait", "--qr-png", str(missing))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"mirror-host pair: cannot write {missing}: no directory {missing.parent}\n"
+    )
+    status = json.loads(cli(state_dir, "status", "--json").stdout)
+    assert status["pairing"]["open"] is False
+
+
 async def test_pair_json_devices_revoke_and_status(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
