@@ -238,6 +238,7 @@ def run_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         f"host id      {reply['hostID']}\n"
         f"devices      {reply['devices']} paired, {reply['connections']} connected\n"
         f"pairing      {window}\n"
-        f"panes        {reply['panes']['subscribed']} subscribed\n"
+        f"panes        {reply['panes']['listed']} listed, "
+        f"{reply['panes']['subscribed']} subscribed\n"
     )
     return 0

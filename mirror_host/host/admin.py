@@ -163,5 +163,5 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
             return {"ok": False, "error": f"no paired device {str(target).upper()}"}
         return {"ok": True, "revoked": removed}
     if op == "status":
-        return {"ok": True, **host.status()}
+        return {"ok": True, **(await host.status())}
     return {"ok": False, "error": f"unknown op {op!r} (pair, devices, revoke, status)"}

@@ -155,9 +155,16 @@ class Hub:
             nursery.start_soon(self.commands.run)
             await trio.sleep_forever()
 
-    def status(self) -> dict[str, Any]:
-        """Subscribed panes and frames sent, for ``mirror-host status``."""
-        status: dict[str, Any] = {"subscribed": len(self._holders), "framesSent": self.frames_sent}
+    async def status(self) -> dict[str, Any]:
+        """Listed and subscribed panes and frames sent, for ``mirror-host status``.
+
+        ``listed`` at 0 is the first sign that a source (tmux, Herdr) is not reachable.
+        """
+        status: dict[str, Any] = {
+            "listed": len(await self.source.list_panes()),
+            "subscribed": len(self._holders),
+            "framesSent": self.frames_sent,
+        }
         statistics = getattr(self.source, "statistics", None)
         if callable(statistics):
             status["source"] = statistics()

@@ -448,7 +448,7 @@ class Host:
             except StoreError as exc:
                 logger.error("could not save lastSeen: %s", exc)
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         """A summary for ``mirror-host status``."""
         return {
             "listen": f"{self.bound[0]}:{self.bound[1]}" if self.bound else None,
@@ -458,7 +458,7 @@ class Host:
             "connections": len(self.connections),
             "pendingHandshakes": len(self._pending),
             "pairing": self.pairing_state(),
-            "panes": self.hub.status(),
+            "panes": await self.hub.status(),
         }
 
 

@@ -94,6 +94,13 @@ class LocalPane:
             return self.start_dir
 
 
+#: The shell's own exit statuses for a command it could not start.
+_SHELL_FAILURES = {
+    126: "the command is not executable (status 126)",
+    127: "command not found (status 127)",
+}
+
+
 class LocalSource:
     """A :class:`~mirror_host.panes.source.PaneSource` of spawned PTYs."""
 
@@ -220,7 +227,11 @@ class LocalSource:
             code = await self._reap(pane)
             await pane.master.aclose()
         pane.reply_send.close()
-        logger.info("pane %r exited (status %s)", pane.command, code)
+        if code in _SHELL_FAILURES:
+            # The shell could not run it at all: worth a warning, not a shrug.
+            logger.warning("pane %r exited at once: %s", pane.command, _SHELL_FAILURES[code])
+        else:
+            logger.info("pane %r exited (status %s)", pane.command, code)
 
     async def _reap(self, pane: LocalPane) -> int:
         """Wait for the process; hang it up, then kill it, if it lingers."""

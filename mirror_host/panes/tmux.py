@@ -247,6 +247,7 @@ class TmuxSource:
         self._nursery: trio.Nursery | None = None
         self._listed = trio.Event()
         self._complained = False
+        self._following = False
 
     # ------------------------------------------------------------ running
 
@@ -260,10 +261,16 @@ class TmuxSource:
                 try:
                     await self._refresh()
                     backoff = 1.0
+                    if not self._following:  # the first listing, or back after an outage
+                        logger.info(
+                            "following tmux on %s; panes listed: %d", self._where, len(self._panes)
+                        )
+                        self._following = True
                     self._complained = False
                     await self._relist.wait()
                     await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
                 except PaneSourceUnavailable as exc:
+                    self._following = False
                     self._forget_all()
                     if not self._complained:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)

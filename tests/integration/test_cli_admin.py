@@ -162,6 +162,9 @@ async def test_pair_json_devices_revoke_and_status(
         report = json.loads(status.stdout)
         assert report["devices"] == 1 and report["connections"] == 1
         assert report["pairing"]["open"] is False
+        assert report["panes"]["listed"] == 1 and report["panes"]["subscribed"] == 0
+        text = await trio.to_thread.run_sync(lambda: cli(state_dir, "status"))
+        assert "panes        1 listed, 0 subscribed" in text.stdout
         revoked = await trio.to_thread.run_sync(
             lambda: cli(state_dir, "revoke", credential.identity)
         )

@@ -149,22 +149,22 @@ class HerdrSource:
         #: Cancelled when the agent panes change, so the event stream is renewed.
         self._resubscribe = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
+        self._complained = False
 
     # ------------------------------------------------------------ discovery
 
     async def run(self) -> None:
         """Follow Herdr until cancelled, reconnecting with capped backoff."""
         backoff = 1.0
-        complained = False
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             while True:
                 try:
                     await self._follow()
                 except PaneSourceError as exc:  # not running, restarting, or refusing
-                    if not complained:
+                    if not self._complained:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
-                        complained = True
+                        self._complained = True
                     self._listed.set()
                     await trio.sleep(backoff)
                     backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
@@ -186,6 +186,7 @@ class HerdrSource:
             self.protocol,
             self.socket_path,
         )
+        self._complained = False  # the next outage is news again
         await self._detect_scroll()
         await self.poll()
         failure: PaneSourceError | None = None
