@@ -63,7 +63,8 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "decode",
         help="decode hex packets from stdin into JSON lines",
         description=(
-            "Read hex from stdin (whitespace ignored) and print one JSON line per packet: "
+            "Read hex from stdin (whitespace ignored; every --as kind is given in hex) and "
+            "print one JSON line per packet: "
             '{"kind":0,"message":{...}} for control messages, and the header fields plus '
             '"bytes" (base64) or "text" for VT and text frames. The first invalid packet '
             'prints {"error":"<reason>"} and the command exits 1.'
@@ -76,7 +77,7 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "  header           a 4-byte length prefix alone: is the length legal?\n"
             "  pane             a JSON panes[] entry\n"
             "  command-request  a JSON commandRequest object\n"
-            "  pairing-code     a typed pairing code, as UTF-8 text\n"
+            "  pairing-code     a typed pairing code (its UTF-8 bytes, in hex)\n"
             "  qr               a QR / pasted pairing payload, judged at --now\n"
         ),
     )
@@ -109,7 +110,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--config",
         metavar="PATH",
-        help="TOML settings file (default: $XDG_CONFIG_HOME/mirror-host/config.toml if present)",
+        help="TOML settings file (default: $MIRROR_HOST_CONFIG, else "
+        "$XDG_CONFIG_HOME/mirror-host/config.toml if present)",
     )
     group.add_argument(
         "--state-dir",
@@ -187,7 +189,9 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or ~/.config/herdr/herdr.sock)",
     )
     herdr.add_argument(
-        "--herdr-session", metavar="NAME", help="a named Herdr session (like herdr --session NAME)"
+        "--herdr-session",
+        metavar="NAME",
+        help="a named Herdr session, like herdr --session NAME (default: $HERDR_SESSION)",
     )
     herdr.add_argument(
         "--herdr-bin",
@@ -197,7 +201,9 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tmux = serve.add_argument_group("--source tmux")
     tmux.add_argument(
-        "--tmux-socket", metavar="NAME", help="the tmux server's socket name (tmux -L NAME)"
+        "--tmux-socket",
+        metavar="NAME",
+        help="the tmux server's socket name, tmux -L NAME (default: your default server)",
     )
     tmux.add_argument(
         "--tmux-socket-path", metavar="PATH", help="the tmux server's socket path (tmux -S PATH)"
@@ -256,7 +262,10 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check = commands.add_parser(
         "check-config",
         help="print the effective settings",
-        description="Merge defaults, the config file, MIRROR_HOST_* and flags; print the result.",
+        description=(
+            "Merge the defaults, the config file and MIRROR_HOST_* variables; print the "
+            "settings serve would start with (its flags then override them)."
+        ),
     )
     _common(check)
     check.set_defaults(handler=_run_check_config)

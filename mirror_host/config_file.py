@@ -50,8 +50,8 @@ def default_state_dir() -> Path:
     return Path(base) / "mirror-host"
 
 
-def read_config_file(path: Path, *, required: bool) -> Layer | None:
-    """Parse a TOML config file into a layer.
+def read_config_file(path: Path, *, required: bool, named_by: str = "--config") -> Layer | None:
+    """Parse a TOML config file into a layer; errors name ``named_by``, where the path came from.
 
     Raises:
         ConfigError: the file is missing (when ``required``), unreadable, not
@@ -61,14 +61,14 @@ def read_config_file(path: Path, *, required: bool) -> Layer | None:
         data = path.read_bytes()
     except FileNotFoundError:
         if required:
-            raise ConfigError("--config", "file not found", origin=str(path)) from None
+            raise ConfigError(named_by, "file not found", origin=str(path)) from None
         return None
     except OSError as exc:
-        raise ConfigError("--config", f"cannot read: {exc.strerror}", origin=str(path)) from exc
+        raise ConfigError(named_by, f"cannot read: {exc.strerror}", origin=str(path)) from exc
     try:
         table = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError("--config", f"not valid TOML: {exc}", origin=str(path)) from exc
+        raise ConfigError(named_by, f"not valid TOML: {exc}", origin=str(path)) from exc
     return Layer(str(path), flatten_table(table, str(path)))
 
 
@@ -117,7 +117,8 @@ def load_config(
     defaults = Layer("default", {"state.dir": str(default_state_dir())})
     explicit = config_path or env.get("MIRROR_HOST_CONFIG")
     path = Path(explicit).expanduser() if explicit else default_config_path()
-    file_layer = read_config_file(path, required=bool(explicit))
+    named_by = "--config" if config_path else "MIRROR_HOST_CONFIG"
+    file_layer = read_config_file(path, required=bool(explicit), named_by=named_by)
     layers = [defaults]
     if file_layer is not None:
         layers.append(file_layer)

@@ -90,8 +90,11 @@ def test_load_config_bad_file(tmp_path: Path) -> None:
     path.write_text("[server\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(config_path=str(path), flags={}, environ={})
-    with pytest.raises(ConfigError, match="file not found"):
+    with pytest.raises(ConfigError, match="^--config: file not found"):
         load_config(config_path=str(tmp_path / "missing.toml"), flags={}, environ={})
+    missing = {"MIRROR_HOST_CONFIG": str(tmp_path / "missing.toml")}
+    with pytest.raises(ConfigError, match="^MIRROR_HOST_CONFIG: file not found"):
+        load_config(config_path=None, flags={}, environ=missing)
     path.write_text("[server]\nport = 1\n")
     with pytest.raises(ConfigError, match=r"server.port: unknown setting \(in .*c.toml\)"):
         load_config(config_path=str(path), flags={}, environ={})
