@@ -46,10 +46,15 @@ def show_ticket(
         if qr_png is not None:
             write_png(text, qr_png)
             out.write(f"QR code written to {qr_png}\n")
-        out.write("Scan this with Prowl (Add a Device), or enter the code by hand:\n")
+        out.write(
+            "Scan this with Prowl (Add a Device), or enter the code by hand "
+            f"(host {payload.get('address')}, port {payload.get('port')}):\n"
+        )
     else:
         out.write(f"No QR code: {reply.get('payloadError')}\n")
-        out.write("Enter this code in Prowl by hand:\n")
+        port = reply.get("port")
+        where = f", with this machine's address and port {port}" if port else ""
+        out.write(f"Enter this code in Prowl by hand{where}:\n")
     out.write(f"\n    {display_code(reply['code'])}\n\n")
 
 

@@ -71,6 +71,7 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         # at the terminal, never through the log.
         reply = {
             "code": ticket.code,
+            "port": ticket.port,
             "payload": None if ticket.payload is None else _payload_dict(ticket),
             "payloadError": ticket.payload_error,
         }

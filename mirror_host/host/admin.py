@@ -135,6 +135,7 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
             "ok": True,
             "code": ticket.code,
             "expiresAt": ticket.expires_at,
+            "port": ticket.port,
             "payload": None
             if ticket.payload is None
             else json.loads(encode_pairing_payload(ticket.payload)),

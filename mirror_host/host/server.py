@@ -85,6 +85,8 @@ class PairingTicket:
     expires_at: int
     payload: PairingPayload | None
     payload_error: str | None
+    #: The TCP port clients dial, for typing the code by hand.
+    port: int | None = None
 
 
 class Host:
@@ -372,7 +374,8 @@ class Host:
                 error = str(exc)
         expires_at = math.ceil(window.opened_at_unix + self.pairing_window_seconds)
         logger.info("pairing window opened for %g s", self.pairing_window_seconds)
-        return PairingTicket(window.code, expires_at, payload, error)
+        port = self.bound[1] if self.bound else None
+        return PairingTicket(window.code, expires_at, payload, error, port)
 
     def pairing_state(self) -> dict[str, Any]:
         """Whether a window is open, and for how long still."""

@@ -193,6 +193,8 @@ def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
         assert "loopback" in ticket["payloadError"]
         plain = cli(state_dir, "pair", "--no-wait")
         assert "No QR code" in plain.stdout and "-" in plain.stdout
+        port = json.loads((state_dir / "serve.json").read_text())["listen"].rsplit(":", 1)[1]
+        assert f"by hand, with this machine's address and port {port}:" in plain.stdout
     finally:
         stop(process)
 
