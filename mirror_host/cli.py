@@ -199,7 +199,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the herdr program used for `terminal session observe` (default: herdr on PATH; "
         "without it panes are polled every 200 ms)",
     )
-    tmux = serve.add_argument_group("--source tmux")
+    tmux = serve.add_argument_group("--source tmux").add_mutually_exclusive_group()
     tmux.add_argument(
         "--tmux-socket",
         metavar="NAME",

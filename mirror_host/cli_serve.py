@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -52,6 +53,11 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
             config.herdr.socket, os.environ, session=config.herdr.session
         )
         herdr = HerdrSource(socket_path, herdr_bin=config.herdr.bin)
+        wanted = config.herdr.bin
+        if wanted and shutil.which(wanted) is None and not os.access(wanted, os.X_OK):
+            logger.warning(
+                "herdr.bin %s is not an executable program; panes will be polled", wanted
+            )
         return herdr, CommandService(HerdrCommands(herdr, profiles=config.profiles))
     if kind == "tmux":
         from mirror_host.panes.tmux import TmuxSource
@@ -61,9 +67,26 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 
+#: The serve flags that only one source reads.
+_SOURCE_FLAGS = {
+    "local": ("local_command", "local_size"),
+    "herdr": ("herdr_socket", "herdr_session", "herdr_bin"),
+    "tmux": ("tmux_socket", "tmux_socket_path"),
+}
+
+
+def _warn_about_ignored_flags(args: argparse.Namespace, kind: str) -> None:
+    for other, names in _SOURCE_FLAGS.items():
+        for name in names:
+            if other != kind and getattr(args, name, None) is not None:
+                flag = "--" + name.replace("_", "-")
+                logger.warning("%s is ignored: it applies to --source %s", flag, other)
+
+
 def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Run the host until interrupted; return the exit status."""
     configure_logging(config.log.level, config.log.format)
+    _warn_about_ignored_flags(args, config.source.kind)
     source, commands = build_source(config)
 
     def show(ticket: PairingTicket) -> None:

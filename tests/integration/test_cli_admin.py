@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -17,6 +18,8 @@ import pytest
 import trio
 
 from mirror_host.auth.qr import parse_pairing_payload
+from mirror_host.cli import build_parser
+from mirror_host.cli_serve import _warn_about_ignored_flags
 from mirror_host.client.client import login, pair_device
 from tests.integration.mirror_helpers import list_panes
 
@@ -268,3 +271,18 @@ async def test_sigterm_tells_subscribers_the_host_stopped(
         process.send_signal(signal.SIGTERM)
         assert c.Ended(reason=c.EndReason.HOST_STOPPED) in await client.expect_closed()
     assert await trio.to_thread.run_sync(lambda: process.wait(timeout=20)) == 0
+
+
+def test_flags_of_another_source_are_named_as_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    args = build_parser().parse_args(
+        ["serve", "--source", "tmux", "--local-command", "cat", "--tmux-socket", "x"]
+    )
+    with caplog.at_level(logging.WARNING):
+        _warn_about_ignored_flags(args, "tmux")
+    assert caplog.messages == ["--local-command is ignored: it applies to --source local"]
+
+
+def test_two_tmux_sockets_are_a_usage_error(state_dir: Path) -> None:
+    result = cli(state_dir, "serve", "--tmux-socket", "a", "--tmux-socket-path", "/tmp/b")
+    assert result.returncode == 2
+    assert "not allowed with argument --tmux-socket" in result.stderr
