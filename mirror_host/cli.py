@@ -102,7 +102,7 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="UNIX_SECONDS",
         help="the clock used to judge a QR payload's expiry (default: the current time)",
     )
-    decode.set_defaults(handler=_run_wire_decode, input_kind=None)
+    decode.set_defaults(parser=decode, handler=_run_wire_decode, input_kind=None)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -209,7 +209,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--tmux-socket-path", metavar="PATH", help="the tmux server's socket path (tmux -S PATH)"
     )
     _common(serve)
-    serve.set_defaults(handler=_run_serve)
+    serve.set_defaults(parser=serve, handler=_run_serve)
 
 
 def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -230,14 +230,14 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pair.add_argument("--qr-png", type=Path, metavar="PATH", help="also write the QR code as a PNG")
     pair.add_argument("--no-wait", action="store_true", help="do not wait for the pairing")
     _common(pair)
-    pair.set_defaults(handler=_run_admin, action=run_pair)
+    pair.set_defaults(parser=pair, handler=_run_admin, action=run_pair)
 
     devices = commands.add_parser(
         "devices", help="list paired devices", description="List the paired devices."
     )
     devices.add_argument("--json", action="store_true", help="print a JSON array")
     _common(devices)
-    devices.set_defaults(handler=_run_admin, action=run_devices)
+    devices.set_defaults(parser=devices, handler=_run_admin, action=run_devices)
 
     revoke = commands.add_parser(
         "revoke",
@@ -250,14 +250,14 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     revoke.add_argument("device_id", nargs="?", metavar="DEVICE_ID")
     revoke.add_argument("--all", action="store_true", help="remove every paired device")
     _common(revoke)
-    revoke.set_defaults(handler=_run_admin, action=run_revoke)
+    revoke.set_defaults(parser=revoke, handler=_run_admin, action=run_revoke)
 
     status = commands.add_parser(
         "status", help="show the running host", description="Show what the running host is doing."
     )
     status.add_argument("--json", action="store_true", help="print JSON")
     _common(status)
-    status.set_defaults(handler=_run_admin, action=run_status)
+    status.set_defaults(parser=status, handler=_run_admin, action=run_status)
 
     check = commands.add_parser(
         "check-config",
@@ -268,7 +268,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     _common(check)
-    check.set_defaults(handler=_run_check_config)
+    check.set_defaults(parser=check, handler=_run_check_config)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -351,7 +351,10 @@ def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mirror-host`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the sub-command's own parser, so the usage shown is the right one.
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = args.handler
     try:
         result: int = handler(args, sys.stdin, sys.stdout)

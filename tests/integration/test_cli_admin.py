@@ -286,3 +286,10 @@ def test_two_tmux_sockets_are_a_usage_error(state_dir: Path) -> None:
     result = cli(state_dir, "serve", "--tmux-socket", "a", "--tmux-socket-path", "/tmp/b")
     assert result.returncode == 2
     assert "not allowed with argument --tmux-socket" in result.stderr
+
+
+def test_an_unknown_flag_shows_the_sub_commands_usage(state_dir: Path) -> None:
+    result = cli(state_dir, "status", "--bogus")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: mirror-host status ")
+    assert "mirror-host status: error: unrecognized arguments: --bogus" in result.stderr
