@@ -99,14 +99,14 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be written as a new file, or ``None``."""
+    if path.is_dir():
+        return "it is a directory"
+    if path.exists():  # written in place, so only the file itself matters
+        return None if os.access(path, os.W_OK) else "permission denied"
     folder = path.parent
     if not folder.is_dir():
         return f"no directory {folder}"
-    if path.is_dir():
-        return "it is a directory"
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return "permission denied"
-    return None
+    return None if os.access(folder, os.W_OK) else "permission denied"
 
 
 def _count_down(state_dir: Path, expires_at: int, out: TextIO) -> int:

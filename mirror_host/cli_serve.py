@@ -54,7 +54,8 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         )
         herdr = HerdrSource(socket_path, herdr_bin=config.herdr.bin)
         wanted = config.herdr.bin
-        if wanted and shutil.which(wanted) is None and not os.access(wanted, os.X_OK):
+        runnable = os.path.isfile(wanted or "") and os.access(wanted or "", os.X_OK)
+        if wanted and shutil.which(wanted) is None and not runnable:
             logger.warning(
                 "herdr.bin %s is not an executable program; panes will be polled", wanted
             )

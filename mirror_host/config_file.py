@@ -117,7 +117,7 @@ def load_config(
     defaults = Layer("default", {"state.dir": str(default_state_dir())})
     explicit = config_path or env.get("MIRROR_HOST_CONFIG")
     path = Path(explicit).expanduser() if explicit else default_config_path()
-    named_by = "--config" if config_path else "MIRROR_HOST_CONFIG"
+    named_by = "--config" if config_path else "MIRROR_HOST_CONFIG" if explicit else "config file"
     file_layer = read_config_file(path, required=bool(explicit), named_by=named_by)
     layers = [defaults]
     if file_layer is not None:

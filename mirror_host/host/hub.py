@@ -158,7 +158,8 @@ class Hub:
     async def status(self) -> dict[str, Any]:
         """Listed and subscribed panes and frames sent, for ``mirror-host status``.
 
-        ``listed`` at 0 is the first sign that a source (tmux, Herdr) is not reachable.
+        ``listed`` at 0 is the first sign that a source is not reachable (Herdr keeps
+        its last listing through an outage, so there it means "never read").
         """
         status: dict[str, Any] = {
             "listed": len(await self.source.list_panes()),

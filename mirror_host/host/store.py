@@ -31,8 +31,8 @@ def ensure_private_dir(path: Path) -> None:
 
     An existing directory is never taken over: it must be a directory of this
     user that nobody else can write to (so ``--state-dir /tmp`` is refused, not
-    locked down). It is tightened to 0700 only when it is plainly the host's
-    own: empty, or already holding the device store.
+    locked down). It is tightened to 0700 only when the host made it or it is
+    empty, so a directory of the user's keeps its mode on every run.
 
     Raises:
         StoreError: it cannot be created, or is not a private directory of ours.
@@ -57,13 +57,12 @@ def ensure_private_dir(path: Path) -> None:
             f"{path}: other users can write to this directory; "
             "choose a private one with --state-dir"
         )
-    if created or (path / STORE_NAME).exists() or not any(path.iterdir()):
-        try:
+    try:
+        # Only a directory we made (now or as an empty one) is ours to lock down.
+        if created or not any(path.iterdir()):
             os.chmod(path, 0o700)
-        except OSError as exc:
-            raise StoreError(
-                f"{path}: cannot make the state directory private ({exc.strerror})"
-            ) from exc
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot use the state directory ({exc.strerror})") from exc
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:

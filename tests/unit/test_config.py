@@ -100,6 +100,16 @@ def test_load_config_bad_file(tmp_path: Path) -> None:
         load_config(config_path=str(path), flags={}, environ={})
 
 
+def test_a_bad_default_config_file_is_not_blamed_on_a_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / "mirror-host").mkdir()
+    (tmp_path / "mirror-host" / "config.toml").write_text("[server\n")
+    with pytest.raises(ConfigError, match="^config file: not valid TOML"):
+        load_config(config_path=None, flags={}, environ={})
+
+
 def test_parse_endpoint() -> None:
     assert parse_endpoint("0.0.0.0:0") == Endpoint("0.0.0.0", 0)
     for bad in ["7880", "host:1", "1.2.3.4:99999", "[::1]"]:

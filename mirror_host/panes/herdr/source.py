@@ -93,6 +93,8 @@ _MAX_BACKOFF_SECONDS = 30.0
 _HISTORY_LINES = 1000
 _OBSERVE_FAILURES_BEFORE_POLLING = 3
 _OBSERVE_RETRY_SECONDS = 30.0
+#: How long a scroll waits for the observe stream to show where it landed.
+_SCROLL_FRAME_SECONDS = 0.5
 
 
 @dataclass(eq=False)
@@ -109,10 +111,20 @@ class _Mirror:
     restart: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     mode: str = "starting"
+    #: Observe frames applied so far, and an event set (then renewed) by each.
+    frames: int = 0
+    frame_arrived: trio.Event = field(default_factory=trio.Event)
+    #: Scrolls applied so far: a poll read begun before one is stale.
+    scrolls: int = 0
 
     def notify(self) -> None:
         for callback in list(self.watchers):
             callback()
+
+    def frame_applied(self) -> None:
+        self.frames += 1
+        self.frame_arrived.set()
+        self.frame_arrived = trio.Event()
 
 
 class HerdrSource:
@@ -533,6 +545,7 @@ class HerdrSource:
                 else:
                     mirror.screen.reset()
             mirror.screen.feed(data)
+            mirror.frame_applied()
             mirror.notify()
             return None
         if kind == "terminal.closed":
@@ -558,6 +571,7 @@ class HerdrSource:
 
     async def _poll_pane(self, mirror: _Mirror, *, until: float | None = None) -> None:
         while not mirror.gone and (until is None or trio.current_time() < until):
+            scrolls = mirror.scrolls
             try:
                 text = await self._read_visible(mirror.pane)
             except HerdrPaneNotFound:
@@ -567,6 +581,8 @@ class HerdrSource:
                 # Herdr restarting: keep the pane until a snapshot says otherwise.
                 await trio.sleep(1.0)
                 continue
+            if mirror.scrolls != scrolls:
+                continue  # begun before a scroll landed: it may show the old view
             if text != mirror.last_text:  # change is known by content: revision is always 0
                 mirror.last_text = text
                 mirror.screen = self._draw(mirror.pane, text, mirror.screen)
@@ -621,33 +637,40 @@ class HerdrSource:
         target = offset + step if direction is ScrollDirection.UP else max(0, offset - step)
         if pane.max_offset_from_bottom is not None:
             target = min(target, pane.max_offset_from_bottom)
+        frames_before = mirror.frames
         result = await self.client.call(
             "pane.scroll", {"pane_id": pane.pane_id, "offset_from_bottom": target}
         )
+        mirror.scrolls += 1
         record = result.get("pane")
         updated = parse_pane(record) if isinstance(record, dict) else None
         if updated is not None:
             mirror.pane = updated
-        # The frame that completes this scroll must show where it landed, and the
-        # observe stream (or the next poll) may not have brought it yet: read the
-        # viewport now. Stream diffs repaint whole rows, so they still apply on top.
+        # The frame that completes this scroll must show where it landed.
+        if mirror.mode == "observe":
+            # Herdr streams the scrolled view: wait (briefly) for it, unless a
+            # frame already came while pane.scroll was answered. Never redraw
+            # from a read here: that would drop the stream's cursor and modes.
+            if mirror.frames == frames_before:
+                with trio.move_on_after(_SCROLL_FRAME_SECONDS):
+                    await mirror.frame_arrived.wait()
+        else:
+            await self._redraw_after_scroll(mirror)
+        mirror.poll_now.set()
+        mirror.notify()
+
+    async def _redraw_after_scroll(self, mirror: _Mirror) -> None:
+        """Polling: read the viewport now rather than at the next 200 ms poll."""
         try:
             text = await self._read_visible(mirror.pane)
         except PaneNotFound:
             raise
         except PaneSourceError as exc:
-            logger.debug("re-reading Herdr pane %s after a scroll: %s", pane.pane_id, exc)
-        else:
-            assert self.snapshot is not None
-            same_grid = grid_size(mirror.pane, self.snapshot, split_rows(text)) == (
-                mirror.screen.size
-            )
-            # A stream at another size keeps its own screen; its next frame will do.
-            if not mirror.gone and (same_grid or mirror.mode != "observe"):
-                mirror.last_text = text
-                mirror.screen = self._draw(mirror.pane, text, mirror.screen)
-        mirror.poll_now.set()
-        mirror.notify()
+            logger.debug("re-reading Herdr pane %s after a scroll: %s", mirror.pane.pane_id, exc)
+            return
+        if not mirror.gone:
+            mirror.last_text = text
+            mirror.screen = self._draw(mirror.pane, text, mirror.screen)
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """A passive ``recent`` read in ANSI format, styles stripped."""
