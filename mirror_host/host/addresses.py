@@ -93,6 +93,12 @@ def advertised_address(
         listening = ipaddress.ip_address(listen_host)
     except ValueError:
         return discover()
+    if listening.is_unspecified and listening.version == 6:
+        # Trio binds "::" IPv6-only, and interfaces are searched for IPv4 alone.
+        return None, (
+            f"the host listens on IPv6 only ({listen_host}); pass --advertise-address "
+            "with this machine's IPv6 address, or listen on 0.0.0.0"
+        )
     if listening.is_unspecified:
         return discover()
     if listening.is_loopback:
@@ -111,7 +117,13 @@ def unreachable_advertisement(listen_host: str, advertise: str | None) -> str | 
         listening = ipaddress.ip_address(listen_host)
     except ValueError:
         return None
-    if listening.is_unspecified or listen_host == advertise:
+    try:
+        advertised = ipaddress.ip_address(advertise)
+    except ValueError:
+        return None  # the payload check reports a malformed address
+    if listen_host == advertise or (
+        listening.is_unspecified and listening.version == advertised.version
+    ):
         return None
     return (
         f"the QR code sends phones to {advertise}, but the host listens on "

@@ -16,7 +16,13 @@ def test_an_explicit_advertise_address_wins() -> None:
 
 def test_a_wildcard_listener_asks_the_interfaces() -> None:
     assert advertised_address("0.0.0.0", None, lan) == ("192.168.1.20", "")
-    assert advertised_address("::", None, lan) == ("192.168.1.20", "")
+
+
+def test_an_ipv6_wildcard_is_ipv6_only_so_no_ipv4_is_guessed() -> None:
+    address, reason = advertised_address("::", None, lan)
+    assert address is None and "IPv6 only" in reason
+    assert unreachable_advertisement("::", "192.168.1.20") is not None
+    assert unreachable_advertisement("::", "2001:db8::5") is None
 
 
 def test_a_listener_on_one_address_advertises_that_address() -> None:
