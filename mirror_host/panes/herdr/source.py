@@ -198,9 +198,9 @@ class HerdrSource:
             self.protocol,
             self.socket_path,
         )
-        self._complained = False  # the next outage is news again
         await self._detect_scroll()
         await self.poll()
+        self._complained = False  # read whole again: the next outage is news
         failure: PaneSourceError | None = None
         async with trio.open_nursery() as inner:
             inner.start_soon(self._follow_events)
