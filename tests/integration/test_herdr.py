@@ -15,6 +15,7 @@ import trio
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.host.server import Host
+from mirror_host.panes.herdr import source as herdr_source_module
 from mirror_host.panes.herdr.protocol import pane_uuid
 from mirror_host.panes.herdr.source import HerdrSource
 from mirror_host.session import lease as lease_module
@@ -191,8 +192,10 @@ async def test_remote_scroll_on_protocol_22(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, settle: float | None
 ) -> None:
     if settle is not None:
-        # No wait for the observe stream: the scroll itself must bring the new view.
+        # No settle time: the scroll itself must wait for the stream's new view
+        # (as long as a loaded machine needs, which is why the bound is raised).
         monkeypatch.setattr(lease_module, "SCROLL_SETTLE_SECONDS", settle)
+        monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
     async with fake_herdr(state_dir, protocol=22) as fake:
         await add_demo(fake, "seq 1 300; exec sleep 120")
         async with herdr_host(state_dir, fake) as (_host, client, _source):
