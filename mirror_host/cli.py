@@ -25,6 +25,7 @@ from mirror_host.config import (
     Config,
     parse_endpoint,
     parse_size,
+    render_toml,
 )
 from mirror_host.config_file import load_config
 from mirror_host.control.swiftjson import dump_json
@@ -264,9 +265,11 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print the effective settings",
         description=(
             "Merge the defaults, the config file and MIRROR_HOST_* variables; print the "
-            "settings serve would start with (its flags then override them)."
+            "settings serve would start with (its flags then override them), as a TOML "
+            "file that --config reads back."
         ),
     )
+    check.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     _common(check)
     check.set_defaults(parser=check, handler=_run_check_config)
 
@@ -329,7 +332,10 @@ def _run_admin(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 def _run_check_config(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     config = load_settings(args)
-    stdout.write(json.dumps(dataclasses.asdict(config), indent=2, default=str) + "\n")
+    if args.json:
+        stdout.write(json.dumps(dataclasses.asdict(config), indent=2, default=str) + "\n")
+    else:
+        stdout.write(render_toml(config))
     return 0
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "flatten_table",
     "parse_endpoint",
     "parse_size",
+    "render_toml",
 ]
 
 SOURCE_KINDS = ("local", "herdr", "tmux")
@@ -368,3 +369,58 @@ def _set_profile_key(
             spec[item] = raw
     except ValueError as exc:
         raise ConfigError(key, str(exc), origin=origin) from exc
+
+
+def render_toml(config: Config) -> str:
+    """``config`` as a TOML settings file that ``--config`` reads back unchanged.
+
+    Unset optional settings are written as comments (TOML has no null).
+    """
+    lines: list[str] = []
+    section = ""
+    for dotted, (room, name, _) in KEYS.items():
+        table, key = dotted.split(".", 1)
+        if table != section:
+            lines.extend(["", f"[{table}]"] if lines else [f"[{table}]"])
+            section = table
+        settings = getattr(config, room)
+        if dotted == "local.size":
+            value: object = f"{settings.columns}x{settings.rows}"
+        else:
+            value = getattr(settings, name)
+        if value is None:
+            lines.append(f"# {key} is not set")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    if config.profiles is None:
+        lines.extend(["", "# [profiles]: the built-in catalogue"])
+    for profile in config.profiles or ():
+        lines.extend(["", f"[profiles.{profile.id}]"])
+        lines.append(f"name = {_toml_value(profile.name)}")
+        lines.append(f"agent = {_toml_value(profile.agent)}")
+        lines.append(f"args = {_toml_value(profile.args)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return _toml_string(str(value))
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: quote, backslash and control characters escaped."""
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from mirror_host.config import Endpoint, Layer, build_config, flatten_table, parse_endpoint
+from mirror_host.config import (
+    Config,
+    Endpoint,
+    Layer,
+    build_config,
+    flatten_table,
+    parse_endpoint,
+    render_toml,
+)
 from mirror_host.config_file import env_layer, load_config
 from mirror_host.errors import ConfigError
 
@@ -115,3 +124,42 @@ def test_parse_endpoint() -> None:
     for bad in ["7880", "host:1", "1.2.3.4:99999", "[::1]"]:
         with pytest.raises(ValueError):
             parse_endpoint(bad)
+
+
+def round_trip(config: Config) -> Config:
+    text = render_toml(config)
+    return build_config([Layer("rendered", flatten_table(tomllib.loads(text), "rendered"))])
+
+
+def test_rendered_toml_reads_back_as_the_same_settings() -> None:
+    odd = build_config(
+        [
+            Layer(
+                "f",
+                {
+                    "server.listen": "[::1]:9000",
+                    "server.advertise_address": "192.0.2.7",
+                    "server.max_connections": 3,
+                    "state.dir": '/tmp/a "quoted" dir\\with\\backslashes',
+                    "log.level": "debug",
+                    "source.kind": "tmux",
+                    "local.commands": [
+                        "bash -lc 'echo \"hi\"'",
+                        "tab\there",
+                        "naïve 🐚",
+                        "del\x7f",
+                    ],
+                    "local.size": "80x24",
+                    "herdr.bin": "/opt/herdr",
+                    "tmux.socket_name": "work",
+                    "profiles.cc.agent": "claude",
+                    "profiles.cc.name": "Claude Code",
+                    "profiles.cc.args": ["--model", "x"],
+                },
+            )
+        ]
+    )
+    assert round_trip(odd) == odd
+    defaults = build_config([])
+    assert round_trip(defaults) == defaults
+    assert "# [profiles]: the built-in catalogue" in render_toml(defaults)
