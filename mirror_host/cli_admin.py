@@ -34,18 +34,13 @@ def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def show_ticket(
-    reply: dict[str, Any], out: TextIO, *, qr_png: Path | None = None, draw_qr: bool = True
-) -> None:
-    """Print the QR code (or why there is none) and the code."""
+def show_ticket(reply: dict[str, Any], out: TextIO, *, png: Path | None = None) -> None:
+    """Print the QR code (or why there is none) and the code; ``png`` is where it was saved."""
     payload = reply.get("payload")
     if payload is not None:
-        text = json.dumps(payload, separators=(",", ":")).encode()
-        if draw_qr:
-            out.write(render_terminal(text) + "\n\n")
-        if qr_png is not None:
-            write_png(text, qr_png)
-            out.write(f"QR code written to {qr_png}\n")
+        out.write(render_terminal(_qr_text(payload)) + "\n\n")
+        if png is not None:
+            out.write(f"QR code written to {png}\n")
         out.write(
             "Scan this with Prowl (Add a Device), or enter the code by hand "
             f"(host {payload.get('address')}, port {payload.get('port')}):\n"
@@ -56,6 +51,11 @@ def show_ticket(
         where = f", with this machine's address and port {port}" if port else ""
         out.write(f"Enter this code in Prowl by hand{where}:\n")
     out.write(f"\n    {display_code(reply['code'])}\n\n")
+
+
+def _qr_text(payload: dict[str, Any]) -> bytes:
+    """The bytes a QR code carries: the payload as compact JSON."""
+    return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -75,23 +75,20 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if not reply.get("ok"):
         print(f"mirror-host pair: {reply.get('error')}", file=sys.stderr)
         return 1
+    png = args.qr_png if reply.get("payload") is not None else None
+    if png is not None:
+        try:
+            write_png(_qr_text(reply["payload"]), png)
+        except OSError as exc:
+            print(f"mirror-host pair: cannot write {png}: {exc.strerror}", file=sys.stderr)
+            return 1
     if args.json:
         document = {k: reply.get(k) for k in ("code", "expiresAt", "payload")}
         if reply.get("payloadError"):
             document["payloadError"] = reply["payloadError"]
-        try:
-            if args.qr_png and reply.get("payload") is not None:
-                write_png(json.dumps(reply["payload"], separators=(",", ":")).encode(), args.qr_png)
-        except OSError as exc:
-            print(f"mirror-host pair: cannot write {args.qr_png}: {exc.strerror}", file=sys.stderr)
-            return 1
         out.write(json.dumps(document) + "\n")
         return 0
-    try:
-        show_ticket(reply, out, qr_png=args.qr_png)
-    except OSError as exc:
-        print(f"mirror-host pair: cannot write {args.qr_png}: {exc.strerror}", file=sys.stderr)
-        return 1
+    show_ticket(reply, out, png=png)
     if args.no_wait:
         return 0
     return _count_down(state_dir, int(reply["expiresAt"]), out)
