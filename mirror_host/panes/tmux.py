@@ -246,14 +246,13 @@ class TmuxSource:
         self._relist = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._listed = trio.Event()
-        self._complained = False
-        self._following = False
 
     # ------------------------------------------------------------ running
 
     async def run(self) -> None:
         """Follow the server: list panes, keep one control client per session."""
         backoff = 1.0
+        reachable: bool | None = None  # unknown until the first listing; logged on change
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             while True:
@@ -261,20 +260,18 @@ class TmuxSource:
                 try:
                     await self._refresh()
                     backoff = 1.0
-                    if not self._following:  # the first listing, or back after an outage
+                    if reachable is not True:
                         logger.info(
                             "following tmux on %s; panes listed: %d", self._where, len(self._panes)
                         )
-                        self._following = True
-                    self._complained = False
+                        reachable = True
                     await self._relist.wait()
                     await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
                 except PaneSourceUnavailable as exc:
-                    self._following = False
                     self._forget_all()
-                    if not self._complained:
+                    if reachable is not False:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
-                        self._complained = True
+                        reachable = False
                     self._listed.set()
                     with trio.move_on_after(backoff):
                         await self._relist.wait()
