@@ -41,7 +41,6 @@ from mirror_host.panes.model import (
     MAX_TEXT_BYTES,
     MAX_VT_BYTES,
     Capability,
-    PaneInfo,
     TextCapture,
     VTCapture,
 )
@@ -136,10 +135,6 @@ class Hub:
         self._ready = trio.Event()
         self.frames_sent = 0
 
-    def attach(self, *, host_run_id: UUID) -> None:
-        """Use the host's run id in ``panes`` and ``subscribed``."""
-        self.host_run_id = host_run_id
-
     @property
     def capabilities(self) -> tuple[str, ...]:
         """What ``panes.capabilities`` advertises, in Prowl's order."""
@@ -215,16 +210,9 @@ class Hub:
         )
         connection.session.send_panes(descriptors, self.capabilities, self.host_run_id)
 
-    async def _find_pane(self, pane_id: UUID) -> PaneInfo | None:
-        try:
-            panes = await self.source.list_panes()
-        except PaneSourceError:
-            return None
-        return next((p for p in panes if p.id == pane_id), None)
-
     async def _subscribe(self, connection: Connection, request: Subscribe) -> None:
         session = connection.session
-        if await self._find_pane(request.pane_id) is None:
+        if not self.source.is_listed(request.pane_id):
             session.subscribe_failed("subscribe to an unknown pane")
             return
         if request.pane_id in self._holders and request.intent is not Intent.TAKEOVER:

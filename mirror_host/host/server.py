@@ -25,7 +25,6 @@ import math
 import secrets
 import socket
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,7 +109,8 @@ class Host:
         self.store = store
         self.registry = registry
         self.hub = hub
-        self.host_run_id = uuid.uuid4()
+        #: One id per run, minted by the hub that puts it in ``panes``/``subscribed``.
+        self.host_run_id = hub.host_run_id
         self.tls = build_server_context()
         self.failures = FailureLog()
         self.window: PairingWindow | None = None
@@ -129,7 +129,6 @@ class Host:
         self._last_seen_dirty = trio.Event()
         self._connections_changed = trio.Event()
         self._apply_psk_table()
-        hub.attach(host_run_id=self.host_run_id)
 
     # ------------------------------------------------------------ serving
 
