@@ -17,7 +17,6 @@ A pane's grid is its real tmux size; it is never resized for a phone.
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 import uuid
 from collections import deque
@@ -267,7 +266,7 @@ class TmuxSource:
                         reachable = True
                     await self._relist.wait()
                     await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
-                except PaneSourceUnavailable as exc:
+                except PaneSourceError as exc:  # unreachable, or tmux refusing to list
                     self._forget_all()
                     if reachable is not False:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
@@ -286,14 +285,15 @@ class TmuxSource:
         self._relist.set()
 
     async def _tmux(self, *args: str) -> str:
-        if shutil.which(self.tmux) is None:
+        try:
+            result = await trio.run_process(
+                [*self.base_command, *args], capture_stdout=True, capture_stderr=True, check=False
+            )
+        except FileNotFoundError as exc:  # asked here, not by a PATH search per keystroke
             raise PaneSourceUnavailable(
                 f"tmux is not installed (no {self.tmux!r} on PATH); "
                 "install it or choose another --source"
-            )
-        result = await trio.run_process(
-            [*self.base_command, *args], capture_stdout=True, capture_stderr=True, check=False
-        )
+            ) from exc
         if result.returncode != 0:
             message = result.stderr.decode("utf-8", "replace").strip()
             if "no server running" in message or "error connecting" in message:
@@ -318,10 +318,15 @@ class TmuxSource:
                 self._panes[key] = pane
                 self._by_tmux_id[row.pane_id] = pane
             else:
-                resized = (pane.row.width, pane.row.height) != (row.width, row.height)
-                pane.row = row
+                old_row, pane.row = pane.row, row
+                resized = (old_row.width, old_row.height) != (row.width, row.height)
                 if resized and pane.screen is not None:
-                    await self._seed(pane)
+                    try:
+                        await self._seed(pane)
+                    except PaneSourceError as exc:
+                        # One pane's failure must not stop the listing; retried next time.
+                        pane.row = old_row
+                        logger.warning("re-reading resized tmux pane %s: %s", row.pane_id, exc)
         for key in list(self._panes):
             if key not in seen:
                 self._drop(self._panes[key])
