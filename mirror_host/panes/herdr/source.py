@@ -238,17 +238,17 @@ class HerdrSource:
     async def poll(self) -> None:
         """Read the whole session once and reconcile the pane list."""
         snapshot = await self._read_snapshot()
-        self.snapshot = snapshot
+        # The old size comes from the old snapshot: a layout change alone resizes.
+        previous, self.snapshot = self.snapshot or snapshot, snapshot
         labels = {pane.uuid: (pane, info) for pane, info in pane_labels(snapshot)}
         for key, mirror in list(self._mirrors.items()):
             entry = labels.get(key)
             if entry is None:
                 self._vanish(mirror)
             else:
-                old = mirror.pane
-                mirror.pane = entry[0]
-                if old.pane_id != mirror.pane.pane_id or grid_size(old, snapshot) != grid_size(
-                    entry[0], snapshot
+                old, mirror.pane = mirror.pane, entry[0]
+                if old.pane_id != mirror.pane.pane_id or grid_size(old, previous) != grid_size(
+                    mirror.pane, snapshot
                 ):
                     mirror.restart.set()
         self._labels = labels
