@@ -20,7 +20,7 @@ import trio
 from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.herdr.protocol import decode_reply, encode_request
 
-__all__ = ["MAX_LINE_BYTES", "HerdrClient"]
+__all__ = ["MAX_LINE_BYTES", "HerdrClient", "LineReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class HerdrClient:
             async with stream:
                 try:
                     await stream.send_all(encode_request(self._next_id(), method, params))
-                    line = await _LineReader(stream).next()
+                    line = await LineReader(stream).next()
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     raise PaneSourceUnavailable(
                         f"Herdr closed the connection during {method}"
@@ -95,7 +95,7 @@ class HerdrClient:
                         self._next_id(), "events.subscribe", {"subscriptions": subscriptions}
                     )
                 )
-                reader = _LineReader(stream)
+                reader = LineReader(stream)
                 with trio.fail_after(self.timeout):
                     line = await reader.next()
             except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
@@ -110,7 +110,7 @@ class HerdrClient:
                 await events.aclose()
 
 
-async def _events(reader: _LineReader) -> AsyncGenerator[dict[str, Any], None]:
+async def _events(reader: LineReader) -> AsyncGenerator[dict[str, Any], None]:
     while True:
         try:
             line = await reader.next()
@@ -127,10 +127,13 @@ async def _events(reader: _LineReader) -> AsyncGenerator[dict[str, Any], None]:
             yield event
 
 
-class _LineReader:
-    """Newline-delimited lines from one stream, bounded by :data:`MAX_LINE_BYTES`."""
+class LineReader:
+    """Newline-delimited lines from one stream, bounded by :data:`MAX_LINE_BYTES`.
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    Used for the API socket and for the observe program's standard output alike.
+    """
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
         self._stream = stream
         self._buffer = bytearray()
 

@@ -43,7 +43,7 @@ from mirror_host.errors import (
     PaneSourceUnavailable,
     UnsupportedOperation,
 )
-from mirror_host.panes.herdr.client import HerdrClient
+from mirror_host.panes.herdr.client import HerdrClient, LineReader
 from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
@@ -504,21 +504,17 @@ class HerdrSource:
 
     async def _read_frames(self, mirror: _Mirror, process: trio.Process) -> str:
         assert process.stdout is not None
-        buffer = bytearray()
+        reader = LineReader(process.stdout)
         while True:
             try:
-                chunk = await process.stdout.receive_some(1 << 20)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return "failed"
-            if not chunk:
+                line = await reader.next()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, PaneSourceError):
+                return "failed"  # including a line past the size limit
+            if line is None:
                 return "failed"  # EOF without terminal.closed: Herdr went away
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:end])
-                del buffer[: end + 1]
-                outcome = self._apply_observe_line(mirror, line)
-                if outcome is not None:
-                    return outcome
+            outcome = self._apply_observe_line(mirror, line)
+            if outcome is not None:
+                return outcome
 
     def _apply_observe_line(self, mirror: _Mirror, line: bytes) -> str | None:
         try:
