@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mirror_host import control as c
 from mirror_host.client.client import Credential, login
-from mirror_host.host.admin_client import admin_request
+from mirror_host.host.admin_client import STATUS_FILE, admin_request
 
 
 def start_host(
@@ -26,7 +26,7 @@ def start_host(
         command = ["taskset", "-c", str(cpu), *command]
     env = {**os.environ, "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "64"}
     process = subprocess.Popen(command, env=env)
-    status = state_dir / "serve.json"
+    status = state_dir / STATUS_FILE
     deadline = time.monotonic() + 30
     while not status.exists():
         if process.poll() is not None or time.monotonic() > deadline:

@@ -7,7 +7,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NoHostRunning", "admin_request"]
+__all__ = ["ADMIN_SOCKET", "STATUS_FILE", "NoHostRunning", "admin_request"]
+
+#: The state directory's files while a host runs (named here, the light module
+#: the command line and the benchmarks import without starting Trio).
+ADMIN_SOCKET = "admin.sock"
+STATUS_FILE = "serve.json"
 
 
 class NoHostRunning(Exception):
@@ -22,7 +27,7 @@ def admin_request(
     Raises:
         NoHostRunning: no socket, or nobody listening on it (message says which).
     """
-    path = state_dir / "admin.sock"
+    path = state_dir / ADMIN_SOCKET
     if not path.exists():
         raise NoHostRunning(
             f"no mirror-host is running for state directory {state_dir} "

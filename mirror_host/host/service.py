@@ -21,17 +21,15 @@ import trio
 from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.config import Config
 from mirror_host.host.admin import bind_admin_socket, serve_admin
+from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import CommandHandler, Hub
 from mirror_host.host.server import Host, PairingTicket
 from mirror_host.host.store import DeviceStore, write_atomic
 from mirror_host.panes.source import PaneSource
 
-__all__ = ["ADMIN_SOCKET", "STATUS_FILE", "run_host"]
+__all__ = ["run_host"]
 
 logger = logging.getLogger(__name__)
-
-ADMIN_SOCKET = "admin.sock"
-STATUS_FILE = "serve.json"
 
 
 async def run_host(
