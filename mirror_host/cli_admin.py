@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from mirror_host.auth.pairing import display_code
 from mirror_host.config import Config
+from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import StoreError
 from mirror_host.host.admin import device_entry
 from mirror_host.host.admin_client import NoHostRunning, admin_request
@@ -54,8 +55,8 @@ def show_ticket(reply: dict[str, Any], out: TextIO, *, png: Path | None = None) 
 
 
 def _qr_text(payload: dict[str, Any]) -> bytes:
-    """The bytes a QR code carries: the payload as compact JSON."""
-    return json.dumps(payload, separators=(",", ":")).encode()
+    """The bytes a QR code carries: the payload as the protocol's own encoder writes it."""
+    return dump_json(payload)
 
 
 def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:

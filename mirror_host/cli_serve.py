@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shutil
@@ -13,11 +12,10 @@ from typing import TextIO
 
 import trio
 
-from mirror_host.auth.qr import encode_pairing_payload
 from mirror_host.cli_admin import show_ticket
 from mirror_host.config import Config
 from mirror_host.errors import ConfigError, ListenError, MirrorHostError, StoreError
-from mirror_host.host.admin import AdminSocketBusy
+from mirror_host.host.admin import AdminSocketBusy, ticket_reply
 from mirror_host.host.hub import CommandHandler
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
@@ -93,35 +91,18 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     def show(ticket: PairingTicket) -> None:
         # Asked for with --pair: the code goes to standard output for the person
         # at the terminal, never through the log.
-        reply = {
-            "code": ticket.code,
-            "port": ticket.port,
-            "payload": None if ticket.payload is None else _payload_dict(ticket),
-            "payloadError": ticket.payload_error,
-        }
-        show_ticket(reply, out)
+        show_ticket(ticket_reply(ticket), out)
         out.write("The code works once, for 60 seconds. `mirror-host pair` makes a new one.\n\n")
         out.flush()
 
     try:
         trio.run(_main, config, source, commands, args.pair, show)
-    except StoreError as exc:
-        print(f"mirror-host: {exc}", file=sys.stderr)
-        return 1
-    except AdminSocketBusy as exc:
-        print(f"mirror-host: {exc}", file=sys.stderr)
-        return 1
-    except ListenError as exc:
+    except (StoreError, AdminSocketBusy, ListenError) as exc:
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def _payload_dict(ticket: PairingTicket) -> object:
-    assert ticket.payload is not None
-    return json.loads(encode_pairing_payload(ticket.payload))
 
 
 async def _main(

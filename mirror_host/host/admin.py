@@ -27,11 +27,18 @@ from typing import Any
 import trio
 
 from mirror_host.auth.devices import Device
-from mirror_host.auth.qr import encode_pairing_payload
-from mirror_host.errors import StoreError
-from mirror_host.host.server import Host
+from mirror_host.control.fields import encode_struct
+from mirror_host.errors import MirrorHostError, StoreError
+from mirror_host.host.server import Host, PairingTicket
 
-__all__ = ["MAX_REQUEST_BYTES", "bind_admin_socket", "device_entry", "serve_admin"]
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "AdminSocketBusy",
+    "bind_admin_socket",
+    "device_entry",
+    "serve_admin",
+    "ticket_reply",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +46,7 @@ MAX_REQUEST_BYTES = 4096
 _IDLE_SECONDS = 30.0
 
 
-class AdminSocketBusy(Exception):
+class AdminSocketBusy(MirrorHostError):
     """Another host is already serving this state directory."""
 
 
@@ -77,6 +84,19 @@ async def bind_admin_socket(path: Path) -> trio.SocketListener:
         sock.close()
         raise
     return trio.SocketListener(sock)
+
+
+def ticket_reply(ticket: PairingTicket) -> dict[str, Any]:
+    """A pairing window as ``pair`` shows it: code, expiry, port, QR payload or why not."""
+    reply: dict[str, Any] = {
+        "code": ticket.code,
+        "expiresAt": ticket.expires_at,
+        "port": ticket.port,
+        "payload": None if ticket.payload is None else encode_struct(ticket.payload),
+    }
+    if ticket.payload_error:
+        reply["payloadError"] = ticket.payload_error
+    return reply
 
 
 async def serve_admin(host: Host, listener: trio.SocketListener) -> None:
@@ -130,19 +150,7 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         return {"ok": False, "error": f"invalid request: {exc}"}
     op = request.get("op")
     if op == "pair":
-        ticket = host.open_pairing_window()
-        reply: dict[str, Any] = {
-            "ok": True,
-            "code": ticket.code,
-            "expiresAt": ticket.expires_at,
-            "port": ticket.port,
-            "payload": None
-            if ticket.payload is None
-            else json.loads(encode_pairing_payload(ticket.payload)),
-        }
-        if ticket.payload_error:
-            reply["payloadError"] = ticket.payload_error
-        return reply
+        return {"ok": True, **ticket_reply(host.open_pairing_window())}
     if op == "devices":
         connected = {c.session.device_id for c in host.connections}
         return {
