@@ -31,6 +31,7 @@ from uuid import UUID
 import trio
 
 from mirror_host.commands.responses import (
+    INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
     cli_error,
     cli_success,
@@ -73,7 +74,6 @@ _ECHO_SECONDS = 2.0
 #: How long a working agent may take to settle before input is refused.
 _SETTLE_SECONDS = 5.0
 _SETTLE_POLL_SECONDS = 0.2
-_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retrying."
 
 
 def default_profiles() -> tuple[Profile, ...]:
@@ -433,9 +433,9 @@ class HerdrCommands:
                 )
             if exc.code == "empty_agent_prompt":
                 return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
-            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc.code})")
+            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc.code})")
         except PaneSourceError as exc:
-            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc})")
+            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
 
     async def _send_and_confirm(
         self,
@@ -449,9 +449,9 @@ class HerdrCommands:
         try:
             await self.client.call("pane.send_input", {"pane_id": pane.pane_id, "text": prompt})
         except HerdrError as exc:
-            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc.code})")
+            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc.code})")
         except PaneSourceError as exc:
-            return cli_error(command, "SEND_FAILED", f"{_UNCONFIRMED} ({exc})")
+            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
         if not await self._echoed(pane, prompt):
             return cli_error(
                 command,

@@ -15,6 +15,7 @@ from mirror_host.control.swiftjson import JSONValue
 
 __all__ = [
     "CANCELLED_INPUT",
+    "INPUT_UNCONFIRMED",
     "MAX_PROMPT_BYTES",
     "NO_LONGER_OWNS",
     "NOT_ALLOWED",
@@ -50,6 +51,7 @@ REQUEST_LIMIT = (
 BAD_REQUEST = "Invalid command request."
 UNCONFIRMED = "Could not encode the command result. Check Host before retrying."
 CANCELLED_INPUT = "Input was cancelled before delivery."
+INPUT_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retrying."
 
 #: command name → (CLI command, schema version)
 SCHEMAS = {

@@ -33,6 +33,7 @@ from mirror_host.commands.responses import (
     BAD_REQUEST,
     BAD_TARGET,
     CANCELLED_INPUT,
+    INPUT_UNCONFIRMED,
     MAX_PROMPT_BYTES,
     NO_LONGER_OWNS,
     NOT_ALLOWED,
@@ -332,8 +333,4 @@ class CommandService(CommandHandler):
             )
         except Exception:  # pragma: no cover - a backend bug must not kill the host
             logger.exception("agent input failed")
-            return cli_error(
-                command.NAME,
-                "SEND_FAILED",
-                "Input delivery is unconfirmed. Check the pane before retrying.",
-            )
+            return cli_error(command.NAME, "SEND_FAILED", INPUT_UNCONFIRMED)

@@ -64,9 +64,6 @@ class LocalPane:
 
     id: UUID
     command: str
-    argv: list[str]
-    columns: int
-    rows: int
     process: subprocess.Popen[bytes]
     master: trio.lowlevel.FdStream
     screen: Screen
@@ -183,9 +180,6 @@ class LocalSource:
         pane = LocalPane(
             id=pane_id,
             command=command,
-            argv=argv,
-            columns=self._columns,
-            rows=self._rows,
             process=process,
             master=trio.lowlevel.FdStream(master_fd),
             screen=Screen(self._columns, self._rows, on_reply=reply),

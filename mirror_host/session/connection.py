@@ -483,13 +483,6 @@ class Session:
             )
         )
 
-    def send_failure(self, error: str, *, close: bool = False) -> None:
-        """A lease-bound failure; with ``close`` the connection ends after it."""
-        sub = self.lease.subscription_id if self.lease is not None else None
-        self._queue(Failure(error=error, subscription_id=sub))
-        if close:
-            self._close(error, flush=True)
-
     # ------------------------------------------------------------ internals
 
     def _before_login(self) -> bool:

@@ -85,10 +85,6 @@ class Screen:
         if data:
             self._terminal.feed(data)
 
-    def resize(self, columns: int, rows: int) -> None:
-        """Change the grid (reflowing the primary screen)."""
-        self._terminal.resize(columns, rows)
-
     def reset(self) -> None:
         """Full reset, as RIS would do."""
         lib.ghostty_terminal_reset(self._handle)
