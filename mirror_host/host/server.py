@@ -116,7 +116,7 @@ class Host:
         self.window: PairingWindow | None = None
         self.connections: set[Connection] = set()
         #: The address actually bound (after ``serve`` started).
-        self.bound: tuple[str, int] | None = None
+        self.bound: Endpoint | None = None
         self.last_paired: str | None = None
         #: Prowl's windows last 60 s; tests shorten it to watch one expire.
         self.pairing_window_seconds = pairing_window_seconds
@@ -133,7 +133,7 @@ class Host:
     # ------------------------------------------------------------ serving
 
     async def serve(
-        self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED
+        self, *, task_status: trio.TaskStatus[Endpoint] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Listen and serve until cancelled; then end every lease with ``hostStopped``."""
         try:
@@ -145,10 +145,8 @@ class Host:
             ) from exc
         try:
             sockname = listeners[0].socket.getsockname()
-            self.bound = (str(sockname[0]), int(sockname[1]))
-            logger.info(
-                "listening on %s:%d (host %s)", self.bound[0], self.bound[1], self.registry.host_id
-            )
+            self.bound = Endpoint(str(sockname[0]), int(sockname[1]))
+            logger.info("listening on %s (host %s)", self.bound, self.registry.host_id)
             warning = unreachable_advertisement(self.listen.host, self.advertise_address)
             if warning is not None:
                 logger.warning("%s", warning)
@@ -203,7 +201,7 @@ class Host:
             peer_host, peer_port = stream.socket.getpeername()[:2]
         except OSError:
             return
-        peer = f"[{peer_host}]:{peer_port}" if ":" in peer_host else f"{peer_host}:{peer_port}"
+        peer = str(Endpoint(peer_host, peer_port))
         now = trio.current_time()
         if self.failures.is_locked(peer_host, now):
             logger.warning("#%d %s refused: too many failures from this address", number, peer)
@@ -364,7 +362,7 @@ class Host:
             try:
                 payload = build_pairing_payload(
                     address=address,
-                    port=self.bound[1],
+                    port=self.bound.port,
                     code=window.code,
                     window_start=window.opened_at_unix,
                     window_seconds=self.pairing_window_seconds,
@@ -373,7 +371,7 @@ class Host:
                 error = str(exc)
         expires_at = math.ceil(window.opened_at_unix + self.pairing_window_seconds)
         logger.info("pairing window opened for %g s", self.pairing_window_seconds)
-        port = self.bound[1] if self.bound else None
+        port = self.bound.port if self.bound else None
         return PairingTicket(window.code, expires_at, payload, error, port)
 
     def pairing_state(self) -> dict[str, Any]:
@@ -453,7 +451,7 @@ class Host:
     async def status(self) -> dict[str, Any]:
         """A summary for ``mirror-host status``."""
         return {
-            "listen": f"{self.bound[0]}:{self.bound[1]}" if self.bound else None,
+            "listen": str(self.bound) if self.bound else None,
             "hostID": str(self.registry.host_id).upper(),
             "hostRunID": str(self.host_run_id).upper(),
             "devices": len(self.registry.devices),

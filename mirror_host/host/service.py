@@ -72,7 +72,7 @@ async def run_host(
             # Handlers are in place before serve.json tells anyone we are up.
             await nursery.start(_stop_on_signal, host, nursery.cancel_scope)
             status = {
-                "listen": f"{bound[0]}:{bound[1]}",
+                "listen": str(bound),
                 "pid": os.getpid(),
                 "hostID": str(host.registry.host_id).upper(),
                 "hostRunID": str(host.host_run_id).upper(),

@@ -68,7 +68,7 @@ async def running_host(
 
 def port_of(host: Host) -> int:
     assert host.bound is not None
-    return host.bound[1]
+    return host.bound.port
 
 
 async def paired(host: Host, name: str = "Test Phone") -> Credential:
