@@ -432,8 +432,14 @@ class Hub:
 def _check_limits(capture: Capture) -> None:
     if isinstance(capture, VTCapture) and len(capture.data) > MAX_VT_BYTES:
         raise PaneSourceError(f"VT capture of {len(capture.data)} bytes exceeds 4 MiB")
-    if isinstance(capture, TextCapture) and len(capture.text.encode()) > MAX_TEXT_BYTES:
+    if isinstance(capture, TextCapture) and _utf8_longer_than(capture.text, MAX_TEXT_BYTES):
         raise PaneSourceError("text capture exceeds 1 MiB")
     viewport = capture.viewport_text if isinstance(capture, VTCapture) else None
-    if viewport is not None and len(viewport.encode()) > MAX_TEXT_BYTES:
+    if viewport is not None and _utf8_longer_than(viewport, MAX_TEXT_BYTES):
         raise PaneSourceError("viewport text exceeds 1 MiB")
+
+
+def _utf8_longer_than(text: str, limit: int) -> bool:
+    # A character is at most 4 UTF-8 bytes, so a screenful (thousands of
+    # characters) is judged by its length alone, without encoding it per capture.
+    return len(text) * 4 > limit and len(text.encode()) > limit
