@@ -403,7 +403,7 @@ class Session:
         except LocalProtocolError as exc:
             self._close(f"cannot send frame: {exc}")
             return None
-        lease.gate.offer(key, force=force)
+        lease.gate.commit(key)
         if lease.wants_viewport_text and isinstance(capture, VTCapture):
             self._queue(
                 Viewport(text=capture.viewport_text, sequence=sequence, subscription_id=sub)

@@ -61,19 +61,18 @@ class FrameGate:
         return self.outstanding is None
 
     def would_send(self, key: object, *, force: bool = False) -> bool:
-        """Whether :meth:`offer` would accept a frame with this comparison key."""
-        if self.outstanding is not None:
-            return False
-        return force or not self._has_last or key != self._last_key
-
-    def offer(self, key: object, *, force: bool = False) -> int | None:
-        """Assign the next sequence to a frame, or ``None`` if it must not be sent.
+        """Whether a frame with this comparison key may go now.
 
         ``force`` sends an unchanged frame (a scroll that must complete), but
         never bypasses an outstanding frame.
         """
-        if not self.would_send(key, force=force):
-            return None
+        if self.outstanding is not None:
+            return False
+        return force or not self._has_last or key != self._last_key
+
+    def commit(self, key: object) -> int:
+        """Assign the next sequence to a frame :meth:`would_send` just allowed."""
+        assert self.outstanding is None, "commit() only after would_send()"
         sequence = self.next_sequence
         self.next_sequence += 1
         self.outstanding = sequence
