@@ -36,6 +36,7 @@ from mirror_host.panes.model import (
     PaneInfo,
     TextCapture,
     VTCapture,
+    Watchers,
 )
 from mirror_host.session.history import keep_newest_utf8
 from mirror_host.terminal import Screen
@@ -71,13 +72,9 @@ class LocalPane:
     #: Answers to terminal queries (DSR, DA …), written back to the program in order.
     reply_send: trio.MemorySendChannel[bytes]
     reply_receive: trio.MemoryReceiveChannel[bytes]
-    watchers: set[Callable[[], None]] = field(default_factory=set)
+    watchers: Watchers = field(default_factory=Watchers)
     write_lock: trio.Lock = field(default_factory=trio.Lock)
     alive: bool = True
-
-    def notify(self) -> None:
-        for callback in list(self.watchers):
-            callback()
 
     @property
     def title(self) -> str:
@@ -202,7 +199,7 @@ class LocalSource:
                 if not data:
                     break
                 pane.screen.feed(data)
-                pane.notify()
+                pane.watchers.notify()
         finally:
             await self._retire(pane)
 
@@ -216,7 +213,7 @@ class LocalSource:
     async def _retire(self, pane: LocalPane) -> None:
         pane.alive = False
         self._panes.pop(pane.id, None)
-        pane.notify()
+        pane.watchers.notify()
         with trio.CancelScope(shield=True):
             code = await self._reap(pane)
             await pane.master.aclose()
@@ -328,7 +325,7 @@ class LocalSource:
                 await self._write_raw(pane, _wheel(screen, direction, count=3))
             return
         screen.scroll_viewport(-step if direction is ScrollDirection.UP else step)
-        pane.notify()
+        pane.watchers.notify()
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """Scrollback and screen, newest 2 MiB, styles stripped."""

@@ -8,6 +8,7 @@ value, which is how unchanged frames are suppressed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -21,6 +22,7 @@ __all__ = [
     "ScrollBounds",
     "TextCapture",
     "VTCapture",
+    "Watchers",
 ]
 
 #: Limits from Prowl's host (docs/protocol.md §11).
@@ -96,3 +98,24 @@ class HistoryCapture:
 
     text: str
     truncated: bool = False
+
+
+class Watchers:
+    """The change callbacks of one pane's subscribers (every source keeps one per pane)."""
+
+    def __init__(self) -> None:
+        self._callbacks: set[Callable[[], None]] = set()
+
+    def add(self, callback: Callable[[], None]) -> None:
+        self._callbacks.add(callback)
+
+    def discard(self, callback: Callable[[], None]) -> None:
+        self._callbacks.discard(callback)
+
+    def __bool__(self) -> bool:
+        return bool(self._callbacks)
+
+    def notify(self) -> None:
+        """Tell every subscriber the pane may have changed (a callback may unsubscribe)."""
+        for callback in list(self._callbacks):
+            callback()

@@ -38,6 +38,7 @@ from mirror_host.panes.model import (
     ScrollBounds,
     TextCapture,
     VTCapture,
+    Watchers,
 )
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
@@ -72,15 +73,11 @@ class _Pane:
     uuid: UUID
     row: PaneRow
     screen: Screen | None = None
-    watchers: set[Callable[[], None]] = field(default_factory=set)
+    watchers: Watchers = field(default_factory=Watchers)
     seeding: bool = False
     pending: list[bytes] = field(default_factory=list)
     state: PaneState | None = None
     viewport: str | None = None  # the copy-mode view while scrolled back
-
-    def notify(self) -> None:
-        for callback in list(self.watchers):
-            callback()
 
 
 @dataclass(eq=False)
@@ -363,7 +360,7 @@ class TmuxSource:
         if self._by_tmux_id.get(pane.row.pane_id) is pane:
             del self._by_tmux_id[pane.row.pane_id]
         pane.screen = None
-        pane.notify()  # subscribers find it gone and get `ended paneClosed`
+        pane.watchers.notify()  # subscribers find it gone and get `ended paneClosed`
 
     def _forget_all(self) -> None:
         for pane in list(self._panes.values()):
@@ -378,7 +375,7 @@ class TmuxSource:
             pane.pending.append(data)
             return
         pane.screen.feed(data)
-        pane.notify()
+        pane.watchers.notify()
 
     # ------------------------------------------------------------ seeding
 
@@ -416,7 +413,7 @@ class TmuxSource:
         pane.state = state
         pane.screen = screen
         pane.seeding = False
-        pane.notify()
+        pane.watchers.notify()
 
     # ------------------------------------------------------------ PaneSource
 
@@ -524,7 +521,7 @@ class TmuxSource:
         elif pane.viewport is not None:
             await self._tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
         await self._update_scroll(pane)
-        pane.notify()
+        pane.watchers.notify()
 
     async def _update_scroll(self, pane: _Pane) -> None:
         target = pane.row.pane_id

@@ -66,6 +66,7 @@ from mirror_host.panes.model import (
     PaneInfo,
     TextCapture,
     VTCapture,
+    Watchers,
 )
 from mirror_host.session.history import keep_newest_utf8
 from mirror_host.terminal import Screen
@@ -104,7 +105,7 @@ class _Mirror:
     uuid: UUID
     pane: HerdrPane
     screen: Screen
-    watchers: set[Callable[[], None]] = field(default_factory=set)
+    watchers: Watchers = field(default_factory=Watchers)
     gone: bool = False
     last_text: str | None = None
     poll_now: trio.Event = field(default_factory=trio.Event)
@@ -116,10 +117,6 @@ class _Mirror:
     frame_arrived: trio.Event = field(default_factory=trio.Event)
     #: Scrolls applied so far: a poll read begun before one is stale.
     scrolls: int = 0
-
-    def notify(self) -> None:
-        for callback in list(self.watchers):
-            callback()
 
     def frame_applied(self) -> None:
         self.frames += 1
@@ -341,7 +338,7 @@ class HerdrSource:
         if not mirror.gone:
             mirror.gone = True
             mirror.scope.cancel()
-            mirror.notify()
+            mirror.watchers.notify()
 
     # ------------------------------------------------------------ PaneSource
 
@@ -542,7 +539,7 @@ class HerdrSource:
                     mirror.screen.reset()
             mirror.screen.feed(data)
             mirror.frame_applied()
-            mirror.notify()
+            mirror.watchers.notify()
             return None
         if kind == "terminal.closed":
             reason = str(record.get("reason") or "")
@@ -582,7 +579,7 @@ class HerdrSource:
             if text != mirror.last_text:  # change is known by content: revision is always 0
                 mirror.last_text = text
                 mirror.screen = self._draw(mirror.pane, text, mirror.screen)
-                mirror.notify()
+                mirror.watchers.notify()
             mirror.poll_now = trio.Event()
             with trio.move_on_after(self._poll_seconds):
                 await mirror.poll_now.wait()
@@ -653,7 +650,7 @@ class HerdrSource:
         else:
             await self._redraw_after_scroll(mirror)
         mirror.poll_now.set()
-        mirror.notify()
+        mirror.watchers.notify()
 
     async def _redraw_after_scroll(self, mirror: _Mirror) -> None:
         """Polling: read the viewport now rather than at the next 200 ms poll."""
