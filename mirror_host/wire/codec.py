@@ -242,40 +242,35 @@ def encode_payload(packet: Packet, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES
         LocalProtocolError: a field is out of range (sequence 0, grid, text).
         PayloadTooLarge: the payload would exceed ``max_payload_bytes``.
     """
+    return b"".join(_payload_parts(packet, max_payload_bytes))
+
+
+def _payload_parts(packet: Packet, max_payload_bytes: int) -> list[bytes]:
+    """The payload as its pieces (header, body), so a frame's body is copied only once."""
     if isinstance(packet, ControlPacket):
-        payload = bytes((KIND_CONTROL,)) + packet.body
+        parts = [bytes((KIND_CONTROL,)), packet.body]
     elif isinstance(packet, VTFramePacket):
         _check_grid(
             "VT frame", packet.columns, packet.rows, minimum=MIN_VT_GRID, error=LocalProtocolError
         )
-        payload = (
-            _frame_prefix(
-                KIND_VT_FRAME, packet.subscription_id, packet.sequence, packet.columns, packet.rows
-            )
-            + packet.data
+        prefix = _frame_prefix(
+            KIND_VT_FRAME, packet.subscription_id, packet.sequence, packet.columns, packet.rows
         )
+        parts = [prefix, packet.data]
     else:
         _check_grid("text frame", packet.columns, packet.rows, minimum=0, error=LocalProtocolError)
         try:
             text = packet.text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise LocalProtocolError("text frame text cannot be encoded as UTF-8") from exc
-        payload = (
-            _frame_prefix(
-                KIND_TEXT_FRAME,
-                packet.subscription_id,
-                packet.sequence,
-                packet.columns,
-                packet.rows,
-            )
-            + (b"\x01" if packet.truncated else b"\x00")
-            + text
+        prefix = _frame_prefix(
+            KIND_TEXT_FRAME, packet.subscription_id, packet.sequence, packet.columns, packet.rows
         )
-    if len(payload) > max_payload_bytes:
-        raise PayloadTooLarge(
-            f"payload of {len(payload)} bytes exceeds the {max_payload_bytes}-byte limit"
-        )
-    return payload
+        parts = [prefix, b"\x01" if packet.truncated else b"\x00", text]
+    size = sum(len(part) for part in parts)
+    if size > max_payload_bytes:
+        raise PayloadTooLarge(f"payload of {size} bytes exceeds the {max_payload_bytes}-byte limit")
+    return parts
 
 
 def _frame_prefix(
@@ -288,5 +283,5 @@ def _frame_prefix(
 
 def encode_packet(packet: Packet, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> bytes:
     """Encode one packet with its length prefix. Raises as :func:`encode_payload`."""
-    payload = encode_payload(packet, max_payload_bytes=max_payload_bytes)
-    return HEADER.pack(len(payload)) + payload
+    parts = _payload_parts(packet, max_payload_bytes)
+    return b"".join([HEADER.pack(sum(len(part) for part in parts)), *parts])
