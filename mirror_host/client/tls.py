@@ -9,10 +9,9 @@ once per connection for the same reason as on the server (see
 from __future__ import annotations
 
 import ssl
-import weakref
 from typing import Any
 
-from mirror_host.host.tls import CIPHER, psk_backend
+from mirror_host.host.tls import CIPHER, psk_backend, use_sslpsk3
 
 __all__ = ["client_context"]
 
@@ -44,30 +43,13 @@ def client_context(
     if psk_backend() == "stdlib":
         context.set_psk_client_callback(callback)  # type: ignore[attr-defined,unused-ignore]
         return context
-    from sslpsk3 import sslpsk3 as psk
-
-    native: Any = psk._sslpsk3
-    registry: dict[int, Any] = psk.psk_contexts
 
     class _Shim:
         psk_client_callback = staticmethod(callback)
 
-    shim = _Shim()
+    def setup(native: Any, raw: Any) -> int:
+        ssl_id: int = native.sslpsk3_set_psk_client_callback(raw)
+        return ssl_id
 
-    def _forget(ssl_id: int) -> None:
-        if registry.get(ssl_id) is shim:
-            del registry[ssl_id]
-
-    class _PskClientObject(ssl.SSLObject):
-        _psk_ready = False
-
-        def do_handshake(self) -> None:
-            if not self._psk_ready:
-                self._psk_ready = True
-                ssl_id = native.sslpsk3_set_psk_client_callback(psk.get_ssl_socket(self))
-                registry[ssl_id] = shim
-                weakref.finalize(self, _forget, ssl_id)
-            super().do_handshake()
-
-    context.sslobject_class = _PskClientObject
+    use_sslpsk3(context, _Shim(), setup)
     return context

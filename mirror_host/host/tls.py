@@ -27,7 +27,7 @@ import contextvars
 import ssl
 import sys
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "negotiated_identity",
     "psk_backend",
     "reset_negotiated_identity",
+    "use_sslpsk3",
 ]
 
 CIPHER = "ECDHE-PSK-CHACHA20-POLY1305"
@@ -133,6 +134,34 @@ def build_server_context() -> ServerContext:
 
 
 def _sslpsk3_context(holder: _TableHolder) -> ssl.SSLContext:
+    class _Shim:
+        """What sslpsk3's C callback looks up per connection."""
+
+        psk_server_callback = staticmethod(holder.callback)
+
+    def setup(native: Any, raw: Any) -> int:
+        ssl_id: int = native.sslpsk3_set_accept_state(raw)
+        native.sslpsk3_set_psk_server_callback(raw)
+        native.sslpsk3_use_psk_identity_hint(raw, "")
+        return ssl_id
+
+    context = _base_context()
+    use_sslpsk3(context, _Shim(), setup)
+    return context
+
+
+def use_sslpsk3(context: ssl.SSLContext, shim: object, setup: Callable[[Any, Any], int]) -> None:
+    """Give ``context`` SSL objects that run sslpsk3's per-connection ``setup`` once.
+
+    ``setup(native, ssl_pointer)`` installs the callbacks and returns the id under
+    which sslpsk3's C code looks up ``shim`` (the object holding the callback).
+    Once, because Trio retries ``do_handshake`` on its non-blocking BIO and a
+    second setup breaks the handshake (UNEXPECTED_MESSAGE). Used by the host and
+    the test client alike.
+
+    Raises:
+        RuntimeError: sslpsk3 is not installed, with the fix in the message.
+    """
     try:
         from sslpsk3 import sslpsk3 as psk
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -144,14 +173,7 @@ def _sslpsk3_context(holder: _TableHolder) -> ssl.SSLContext:
     native: Any = psk._sslpsk3
     registry: dict[int, Any] = psk.psk_contexts
 
-    class _Shim:
-        """What sslpsk3's C callback looks up per connection."""
-
-        psk_server_callback = staticmethod(holder.callback)
-
-    shim = _Shim()
-
-    def _forget(ssl_id: int) -> None:
+    def forget(ssl_id: int) -> None:
         # The id is the SSL* address, which OpenSSL may reuse for a later
         # connection: only remove the entry if it is still ours.
         if registry.get(ssl_id) is shim:
@@ -163,14 +185,9 @@ def _sslpsk3_context(holder: _TableHolder) -> ssl.SSLContext:
         def do_handshake(self) -> None:
             if not self._psk_ready:
                 self._psk_ready = True
-                raw = psk.get_ssl_socket(self)
-                ssl_id = native.sslpsk3_set_accept_state(raw)
-                native.sslpsk3_set_psk_server_callback(raw)
-                native.sslpsk3_use_psk_identity_hint(raw, "")
+                ssl_id = setup(native, psk.get_ssl_socket(self))
                 registry[ssl_id] = shim
-                weakref.finalize(self, _forget, ssl_id)
+                weakref.finalize(self, forget, ssl_id)
             super().do_handshake()
 
-    context = _base_context()
     context.sslobject_class = _PskSSLObject
-    return context
