@@ -130,15 +130,14 @@ async def measure(
               f"max {max(samples):.1f}")  # fmt: skip
         print(f"host CPU: {100 * cpu / wall:.0f}% of one core")
         if idle:
-            await measure_idle(state_dir, port, credentials, panes)
+            await measure_idle(panes)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait()
 
 
-async def measure_idle(
-    state_dir: object, port: int, credentials: list[Credential], panes: int
-) -> None:
+async def measure_idle(panes: int) -> None:
+    """Idle CPU of a second host whose ``panes`` quiet panes are all subscribed."""
     process, idle_dir, idle_port = start_host(
         [arg for _ in range(panes) for arg in ("--local-command", "exec cat")]
     )
