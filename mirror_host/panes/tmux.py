@@ -75,6 +75,8 @@ class _Pane:
     screen: Screen | None = None
     watchers: Watchers = field(default_factory=Watchers)
     seeding: bool = False
+    #: Set when the latest seed finished (or failed): a second watcher waits on it.
+    seeded: trio.Event = field(default_factory=trio.Event)
     pending: list[bytes] = field(default_factory=list)
     state: PaneState | None = None
     viewport: str | None = None  # the copy-mode view while scrolled back
@@ -385,7 +387,16 @@ class TmuxSource:
             raise PaneNotFound(f"tmux session {pane.row.session_id} is gone")
         target = pane.row.pane_id
         pane.seeding = True
+        pane.seeded = trio.Event()
         pane.pending = []
+        try:
+            await self._seed_from(client, pane, target)
+        finally:
+            pane.seeding = False
+            pane.seeded.set()
+        pane.watchers.notify()
+
+    async def _seed_from(self, client: _ControlClient, pane: _Pane, target: str) -> None:
         try:
             blocks = await client.command(
                 f"refresh-client -A '{target}:continue' ; "
@@ -394,12 +405,10 @@ class TmuxSource:
                 blocks=3,
             )
         except PaneSourceError as exc:
-            pane.seeding = False
             raise PaneNotFound(f"tmux pane {target} is gone ({exc})") from exc
         client.paused.discard(target)
         state = parse_pane_state(b"\n".join(blocks[2]).decode("utf-8", "replace"))
         if state is None:
-            pane.seeding = False
             raise PaneSourceError(f"could not read the state of tmux pane {target}")
         screen = Screen(max(1, state.width), max(1, state.height))
         seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"")
@@ -412,8 +421,6 @@ class TmuxSource:
         pane.pending = []
         pane.state = state
         pane.screen = screen
-        pane.seeding = False
-        pane.watchers.notify()
 
     # ------------------------------------------------------------ PaneSource
 
@@ -452,7 +459,9 @@ class TmuxSource:
         pane = self._pane(pane_id)
         pane.watchers.add(on_change)
         try:
-            if pane.screen is None and not pane.seeding:
+            if pane.seeding:  # another watcher's seed is under way: share it
+                await pane.seeded.wait()
+            if pane.screen is None:
                 await self._seed(pane)
             yield
         finally:
