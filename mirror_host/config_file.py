@@ -7,6 +7,7 @@ variables and command-line flags.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tomllib
@@ -128,4 +129,4 @@ def load_config(
     state_dir = Path(config.state.dir).expanduser()
     if not state_dir.is_absolute():
         state_dir = Path.cwd() / state_dir
-    return build_config([*layers, Layer("resolved", {"state.dir": str(state_dir)})])
+    return dataclasses.replace(config, state=dataclasses.replace(config.state, dir=str(state_dir)))
