@@ -16,6 +16,13 @@ Every error a room raises on purpose is one of these classes, so callers can tel
 * ``ConfigError`` / ``StoreError`` / ``ListenError``: bad settings, an
   unreadable device store or a listen address that cannot be bound; these stop
   the program with a message naming the key, file or address.
+* ``InvalidInput``: text a person handed a command (hex to decode, a pairing
+  payload) is not what it should be; the command prints why and exits.
+* ``GhosttyFailure``: libghostty returned an error code (a bug or exhaustion);
+  the pane that hit it is treated as unavailable.
+* ``ClientError``: the client side of the protocol (our own client, ``attach``,
+  ``conformance``) lost or was refused its connection; ``NoHostRunning``: the
+  admin commands found no host to talk to.
 
 Pure rooms raise only these classes: a ``KeyError`` or ``struct.error`` escaping
 a codec is a bug.
@@ -26,13 +33,20 @@ from __future__ import annotations
 __all__ = [
     "AuthError",
     "CaptureUnstable",
+    "ClientClosed",
+    "ClientError",
     "ConfigError",
+    "GhosttyFailure",
     "IncompletePacket",
+    "InvalidHex",
+    "InvalidInput",
+    "InvalidPairingPayload",
     "ListenError",
     "LocalProtocolError",
     "MalformedControlMessage",
     "MalformedPacket",
     "MirrorHostError",
+    "NoHostRunning",
     "PacketLengthError",
     "PaneNotFound",
     "PaneSourceError",
@@ -141,3 +155,31 @@ class StoreError(MirrorHostError):
 
 class ListenError(MirrorHostError):
     """The listen address cannot be bound (in use, not ours, not allowed)."""
+
+
+class InvalidInput(MirrorHostError, ValueError):
+    """Text given to a command is malformed; the message says why."""
+
+
+class InvalidHex(InvalidInput):
+    """``wire decode`` input is not hex (or not whole packets)."""
+
+
+class InvalidPairingPayload(InvalidInput):
+    """A QR pairing payload a Prowl client would refuse; the message says why."""
+
+
+class GhosttyFailure(MirrorHostError):
+    """libghostty returned an error code."""
+
+
+class ClientError(MirrorHostError):
+    """Our client could not complete an exchange with a host."""
+
+
+class ClientClosed(ClientError):
+    """The host closed the connection (or TLS failed)."""
+
+
+class NoHostRunning(MirrorHostError):
+    """Nothing answers on the admin socket."""

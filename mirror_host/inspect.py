@@ -27,7 +27,7 @@ from mirror_host.control import (
 )
 from mirror_host.control.fields import decode_struct, encode_struct
 from mirror_host.control.swiftjson import JSONValue, dump_json
-from mirror_host.errors import MirrorHostError
+from mirror_host.errors import InvalidHex, MirrorHostError
 from mirror_host.wire import (
     ControlPacket,
     Packet,
@@ -52,10 +52,6 @@ INPUT_KINDS = (
 )
 
 _NOT_HEX = re.compile(r"[^0-9a-fA-F]")
-
-
-class InvalidHex(ValueError):
-    """The input is not hex."""
 
 
 def decode_hex(text: str) -> bytes:

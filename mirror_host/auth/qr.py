@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mirror_host.auth.pairing import InvalidPairingCode, normalize_code
 from mirror_host.control.fields import INT, STRING, decode_struct, encode_struct, wire_field
 from mirror_host.control.swiftjson import JSONValue, dump_json, parse_json
-from mirror_host.errors import MalformedControlMessage
+from mirror_host.errors import InvalidPairingPayload, MalformedControlMessage
 
 __all__ = [
     "MAX_PAYLOAD_TEXT_BYTES",
@@ -29,10 +29,6 @@ __all__ = [
 
 PAYLOAD_TYPE = "prowl-mirror-pairing"
 MAX_PAYLOAD_TEXT_BYTES = 2048
-
-
-class InvalidPairingPayload(ValueError):
-    """A payload a Prowl client would refuse; the message says why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,7 +33,7 @@ from mirror_host.control import (
     decode_control,
     encode_control,
 )
-from mirror_host.errors import MirrorHostError
+from mirror_host.errors import ClientClosed, MirrorHostError
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,
@@ -53,10 +53,6 @@ __all__ = [
 ]
 
 Incoming = ControlMessage | VTFramePacket | TextFramePacket
-
-
-class ClientClosed(Exception):
-    """The host closed the connection (or TLS failed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,16 +7,14 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from mirror_host.errors import NoHostRunning
+
 __all__ = ["ADMIN_SOCKET", "STATUS_FILE", "NoHostRunning", "admin_request"]
 
 #: The state directory's files while a host runs (named here, the light module
 #: the command line and the benchmarks import without starting Trio).
 ADMIN_SOCKET = "admin.sock"
 STATUS_FILE = "serve.json"
-
-
-class NoHostRunning(Exception):
-    """Nothing answers on the admin socket."""
 
 
 def admin_request(

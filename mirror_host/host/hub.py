@@ -40,7 +40,9 @@ from mirror_host.host.connection import Connection
 from mirror_host.panes.model import (
     MAX_TEXT_BYTES,
     MAX_VT_BYTES,
+    POLL_SECONDS,
     Capability,
+    Capture,
     TextCapture,
     VTCapture,
 )
@@ -57,15 +59,13 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
-from mirror_host.session.lease import Capture, Lease
+from mirror_host.session.lease import Lease
 
-__all__ = ["BASE_CAPABILITIES", "POLL_SECONDS", "Hub", "CommandHandler"]
+__all__ = ["BASE_CAPABILITIES", "CommandHandler", "Hub"]
 
 logger = logging.getLogger(__name__)
 
 BASE_CAPABILITIES = ("vt-v1", "text-v1", "takeover", "refresh")
-#: Sampling interval for sources that cannot push changes (Prowl's 200 ms).
-POLL_SECONDS = 0.2
 #: At most one frame per subscriber per 16 ms, however fast the pane changes.
 MIN_FRAME_SECONDS = 0.016
 

@@ -30,7 +30,6 @@ import trio
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.model import (
-    MAX_HISTORY_BYTES,
     Capability,
     HistoryCapture,
     PaneInfo,
@@ -38,7 +37,6 @@ from mirror_host.panes.model import (
     VTCapture,
     Watchers,
 )
-from mirror_host.session.history import keep_newest_utf8
 from mirror_host.terminal import Screen
 
 __all__ = ["LocalPane", "LocalSource", "default_shell_command"]
@@ -330,8 +328,7 @@ class LocalSource:
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """Scrollback and screen, newest 2 MiB, styles stripped."""
         pane = self._pane(pane_id)
-        text, cut = keep_newest_utf8(pane.screen.history_text(), MAX_HISTORY_BYTES)
-        return HistoryCapture(text=text, truncated=cut)
+        return HistoryCapture.newest(pane.screen.history_text())
 
 
 def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:

@@ -31,7 +31,6 @@ import trio
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.model import (
-    MAX_HISTORY_BYTES,
     Capability,
     HistoryCapture,
     PaneInfo,
@@ -54,7 +53,6 @@ from mirror_host.panes.tmux_protocol import (
     parse_pane_rows,
     parse_pane_state,
 )
-from mirror_host.session.history import keep_newest_utf8
 from mirror_host.terminal import Screen
 
 __all__ = ["TmuxSource"]
@@ -556,5 +554,4 @@ class TmuxSource:
         text = await self._tmux(
             "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane.row.pane_id
         )
-        kept, cut = keep_newest_utf8(text.rstrip("\n"), MAX_HISTORY_BYTES)
-        return HistoryCapture(text=kept, truncated=cut)
+        return HistoryCapture.newest(text.rstrip("\n"))

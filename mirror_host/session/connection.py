@@ -86,7 +86,7 @@ from mirror_host.errors import (
     ProtocolViolation,
     RemoteProtocolError,
 )
-from mirror_host.panes.model import ScrollBounds, VTCapture
+from mirror_host.panes.model import Capture, ScrollBounds, VTCapture
 from mirror_host.session.events import (
     AuthenticateRequested,
     CommandRequested,
@@ -103,7 +103,7 @@ from mirror_host.session.events import (
     SubscribeRequested,
 )
 from mirror_host.session.history import HistorySnapshot
-from mirror_host.session.lease import Capture, Lease, ScrollOutcome, frame_key
+from mirror_host.session.lease import Lease, ScrollOutcome, frame_key
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,

@@ -25,12 +25,11 @@ from uuid import UUID
 
 from mirror_host.control import Representation, ScrollDirection, Subscribe
 from mirror_host.errors import ProtocolViolation
-from mirror_host.panes.model import Capability, ScrollBounds, TextCapture, VTCapture
+from mirror_host.panes.model import Capability, Capture, ScrollBounds, VTCapture
 
 __all__ = [
     "SCROLL_FORCE_SECONDS",
     "SCROLL_SETTLE_SECONDS",
-    "Capture",
     "FrameGate",
     "Lease",
     "ScrollOutcome",
@@ -42,8 +41,6 @@ __all__ = [
 SCROLL_SETTLE_SECONDS = 0.2
 #: If no changed frame completed the scroll by then, an unchanged one does.
 SCROLL_FORCE_SECONDS = 0.8
-
-Capture = VTCapture | TextCapture
 
 
 class FrameGate:

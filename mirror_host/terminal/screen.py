@@ -26,6 +26,7 @@ from pyghostty import Terminal, ffi, lib
 from pyghostty.core import init_sized
 
 from mirror_host.control import Representation
+from mirror_host.errors import GhosttyFailure
 from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
 
 __all__ = ["DEFAULT_SCROLLBACK_LINES", "Screen"]
@@ -49,10 +50,6 @@ _scroll_viewport = ffi.cast(
     "void(*)(GhosttyTerminal, MirrorHostScrollViewport)",
     ffi.addressof(lib, "ghostty_terminal_scroll_viewport"),
 )
-
-
-class GhosttyFailure(RuntimeError):
-    """libghostty returned an error code."""
 
 
 def _check(result: int, what: str) -> None:

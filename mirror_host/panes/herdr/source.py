@@ -60,7 +60,7 @@ from mirror_host.panes.herdr.protocol import (
     strip_escapes,
 )
 from mirror_host.panes.model import (
-    MAX_HISTORY_BYTES,
+    POLL_SECONDS,
     Capability,
     HistoryCapture,
     PaneInfo,
@@ -68,7 +68,6 @@ from mirror_host.panes.model import (
     VTCapture,
     Watchers,
 )
-from mirror_host.session.history import keep_newest_utf8
 from mirror_host.terminal import Screen
 
 __all__ = ["LIFECYCLE_EVENTS", "HerdrSource"]
@@ -86,7 +85,6 @@ LIFECYCLE_EVENTS = (
     "pane.agent_detected", "layout.updated",
 )  # fmt: skip
 
-POLL_SECONDS = 0.2
 _DEBOUNCE_SECONDS = 0.1
 _SAFETY_POLL_SECONDS = 10.0
 _FAST_POLL_SECONDS = 2.0
@@ -683,8 +681,7 @@ class HerdrSource:
         text = "\n".join(
             strip_escapes(row) for row in split_rows(raw if isinstance(raw, str) else "")
         )
-        kept, cut = keep_newest_utf8(text, MAX_HISTORY_BYTES)
-        return HistoryCapture(text=kept, truncated=cut or read.get("truncated") is True)
+        return HistoryCapture.newest(text, truncated=read.get("truncated") is True)
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
