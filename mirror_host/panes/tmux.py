@@ -30,6 +30,7 @@ import trio
 
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.lines import LineSplitter, LineTooLong
 from mirror_host.panes.model import (
     Capability,
     HistoryCapture,
@@ -126,20 +127,17 @@ class _ControlClient:
         )
         self.process = process
         assert process.stdout is not None
-        buffer = bytearray()
+        splitter = LineSplitter(_MAX_LINE)
         self.ready.set()
         try:
             while True:
                 chunk = await process.stdout.receive_some(65536)
                 if not chunk:
                     break
-                buffer += chunk
-                if b"\n" not in chunk:
-                    if len(buffer) > _MAX_LINE:
-                        raise PaneSourceError("tmux control mode sent an over-long line")
-                    continue
-                *lines, rest = bytes(buffer).split(b"\n")
-                buffer = bytearray(rest)
+                try:
+                    lines = splitter.feed(chunk)
+                except LineTooLong as exc:
+                    raise PaneSourceError(f"tmux control mode sent {exc}") from exc
                 for line in lines:
                     self._handle(line)
         finally:

@@ -25,6 +25,7 @@ PURE_MODULES = [
     "mirror_host.session.history",
     "mirror_host.panes.model",
     "mirror_host.panes.source",
+    "mirror_host.panes.lines",
     "mirror_host.panes.tmux_protocol",
     "mirror_host.panes.herdr.protocol",
     "mirror_host.commands.receipts",

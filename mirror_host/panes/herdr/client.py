@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ import trio
 
 from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.herdr.protocol import decode_reply, encode_request
+from mirror_host.panes.lines import LineSplitter, LineTooLong
 
 __all__ = ["MAX_LINE_BYTES", "HerdrClient", "LineReader"]
 
@@ -135,7 +137,8 @@ class LineReader:
 
     def __init__(self, stream: trio.abc.ReceiveStream) -> None:
         self._stream = stream
-        self._buffer = bytearray()
+        self._splitter = LineSplitter(MAX_LINE_BYTES)
+        self._lines: deque[bytes] = deque()
 
     async def next(self) -> bytes | None:
         """The next line without its newline; ``None`` at end of stream.
@@ -143,18 +146,12 @@ class LineReader:
         Raises:
             PaneSourceError: a line longer than the limit.
         """
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
+        while not self._lines:
             chunk = await self._stream.receive_some(1 << 20)
             if not chunk:
-                if self._buffer:
-                    line, self._buffer = bytes(self._buffer), bytearray()
-                    return line
-                return None
-            self._buffer += chunk
-            if len(self._buffer) > MAX_LINE_BYTES:
-                raise PaneSourceError(f"Herdr sent a line longer than {MAX_LINE_BYTES} bytes")
+                return self._splitter.finish()
+            try:
+                self._lines.extend(self._splitter.feed(chunk))
+            except LineTooLong as exc:
+                raise PaneSourceError(f"Herdr sent {exc}") from exc
+        return self._lines.popleft()
