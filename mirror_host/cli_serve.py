@@ -13,10 +13,10 @@ from typing import TextIO
 import trio
 
 from mirror_host.cli_admin import show_ticket
+from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
 from mirror_host.errors import ConfigError, ListenError, MirrorHostError, StoreError
 from mirror_host.host.admin import AdminSocketBusy, ticket_reply
-from mirror_host.host.hub import CommandHandler
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
 from mirror_host.logs import configure_logging

@@ -27,6 +27,7 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.commands.handler import CommandHandler
 from mirror_host.commands.receipts import Admission, Receipt, ReceiptBook
 from mirror_host.commands.responses import (
     BAD_PROFILE,
@@ -55,8 +56,7 @@ from mirror_host.control import (
     SendCommand,
 )
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.host.connection import Connection
-from mirror_host.host.hub import CommandHandler
+from mirror_host.session.connection import Session
 from mirror_host.session.events import CommandRequested, ReceiptRequested
 
 __all__ = ["CommandBackend", "CommandService"]
@@ -108,43 +108,39 @@ class CommandService(CommandHandler):
         self.backend = backend
         self.receipts = ReceiptBook()
         self._finished: dict[UUID, trio.Event] = {}
-        self._targeted: dict[Connection, set[trio.CancelScope]] = {}
+        self._targeted: dict[Session, set[trio.CancelScope]] = {}
         self._all: set[trio.CancelScope] = set()
         self._nursery: trio.Nursery | None = None
-        self._ready = trio.Event()
 
     @property
     def capabilities(self) -> tuple[str, ...]:
         """Advertised in ``panes.capabilities`` after the base four."""
         return self.backend.capabilities
 
-    async def run(self) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the command tasks until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._ready.set()
             nursery.start_soon(self.backend.run)
+            task_status.started()
             await trio.sleep_forever()
 
     # ------------------------------------------------------------ entry points
 
-    async def handle(self, connection: Connection, event: CommandRequested) -> None:
-        """Validate, deduplicate and start one command."""
+    def handle(self, session: Session, event: CommandRequested) -> None:
+        """Validate, deduplicate and start one command (its own task: never waits)."""
         message = event.message
         request = message.command_request
         request_id = request.request_id
         command = request.request.command
-        session = connection.session
 
         def reply(result: JSONValue) -> None:
             if not session.is_closed:
                 session.send_command_result(request_id, result)
-                connection.kick()
 
         if request.request.output != "json":
             reply(rejected(BAD_REQUEST))
             return
-        await self._ready.wait()
         if isinstance(command, ListCommand | ProfilesCommand):
             self._spawn(None, self._read_catalogue, command, reply)
             return
@@ -159,7 +155,6 @@ class CommandService(CommandHandler):
             lease = session.lease
             if lease is None or lease.pane_id != pane_id:
                 session.close("a targeted command names another pane than the lease")
-                connection.kick()
                 return
         problem = self._validate(command)
         if problem is not None:
@@ -176,18 +171,16 @@ class CommandService(CommandHandler):
         else:
             assert receipt is not None
             self._finished[request_id] = trio.Event()
-            targeted = connection if pane_id is not None else None
-            self._spawn(targeted, self._execute, receipt, connection, reply)
+            targeted = session if pane_id is not None else None
+            self._spawn(targeted, self._execute, receipt, session, reply)
 
-    async def receipt(self, connection: Connection, event: ReceiptRequested) -> None:
+    def receipt(self, session: Session, event: ReceiptRequested) -> None:
         """Answer ``commandReceipt`` with the retained result (waiting if it still runs)."""
         receipt_id = event.message.command_receipt_id
-        session = connection.session
         lease = session.lease
         retained = self.receipts.get(receipt_id)
         if retained is None or lease is None or retained.pane_id != lease.pane_id:
             session.send_command_result(receipt_id, unconfirmed())
-            connection.kick()
             return
         subscription = lease.subscription_id
 
@@ -196,14 +189,12 @@ class CommandService(CommandHandler):
             if session.is_closed or current is None or current.subscription_id != subscription:
                 return  # the lease changed meanwhile: the answer would be stale
             session.send_command_result(receipt_id, result)
-            connection.kick()
 
-        await self._ready.wait()
         self._spawn(None, self._await_receipt, retained, reply)
 
-    def lease_lost(self, connection: Connection) -> None:
-        """Cancel the connection's pane-targeted commands that are still running."""
-        for scope in self._targeted.pop(connection, set()):
+    def lease_lost(self, session: Session) -> None:
+        """Cancel the session's pane-targeted commands that are still running."""
+        for scope in self._targeted.pop(session, set()):
             scope.cancel()
 
     def stop(self) -> None:
@@ -229,14 +220,14 @@ class CommandService(CommandHandler):
         return None
 
     def _spawn(
-        self, targeted: Connection | None, fn: Callable[..., Awaitable[None]], *args: object
+        self, targeted: Session | None, fn: Callable[..., Awaitable[None]], *args: object
     ) -> None:
-        assert self._nursery is not None
+        assert self._nursery is not None, "CommandService.run() has not started"
         self._nursery.start_soon(self._guarded, targeted, fn, args)
 
     async def _guarded(
         self,
-        targeted: Connection | None,
+        targeted: Session | None,
         fn: Callable[..., Awaitable[None]],
         args: tuple[object, ...],
     ) -> None:
@@ -275,10 +266,9 @@ class CommandService(CommandHandler):
         reply(receipt.result if receipt.done else unconfirmed())
 
     async def _execute(
-        self, receipt: Receipt, connection: Connection, reply: Callable[[JSONValue], None]
+        self, receipt: Receipt, session: Session, reply: Callable[[JSONValue], None]
     ) -> None:
         command = receipt.command
-        session = connection.session
         lease = session.lease
         subscription = lease.subscription_id if lease is not None else None
 

@@ -1,15 +1,19 @@
 """Drive one :class:`~mirror_host.session.connection.Session` over a TLS stream. I/O.
 
-Three tasks per connection:
+Three tasks per connection, plus whatever work the host starts for it:
 
 * the **reader** feeds received bytes into the session and hands its events to
-  the host, in order;
+  the host, in order. The host answers pane requests from other tasks, so the
+  reader only ever waits for the peer (and, before login, for the device store);
 * the **writer** drains the session's outbound bytes to the stream;
 * the **timer** sleeps until the session's next deadline (heartbeat, idle,
-  authentication) and fires it.
+  authentication) and fires it;
+* **work** the host starts with :meth:`Connection.start_soon` (a subscribe's
+  first capture, a scroll, a history read, input for the pane): it lives in this
+  connection's nursery, so it ends when the connection does.
 
-Anything else that changes the session (the sampler offering a frame, a takeover
-ending the lease, a revocation) calls :meth:`Connection.kick` so the writer wakes.
+The session wakes the writer itself (:meth:`Session.set_waker`): whoever queues
+bytes on it or closes it, from any task, never has to tell the connection.
 
 Closing: when the session closes silently (a violation, a timeout, a slow
 receiver) the tasks are cancelled at once and the transport is dropped; when it
@@ -20,7 +24,8 @@ for at most :data:`FLUSH_SECONDS`.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVarTuple, Unpack
 
 import trio
 
@@ -34,12 +39,14 @@ logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 5.0
 _RECEIVE_BYTES = 65_536
 
+Args = TypeVarTuple("Args")
+
 
 class ConnectionOwner(Protocol):
     """What a connection reports to (the host)."""
 
     async def handle_event(self, connection: Connection, event: Event) -> None:
-        """Act on one session event (never ``ConnectionClosed``)."""
+        """Act on one session event (never ``ConnectionClosed``); never waits on a pane."""
 
     def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
         """The session ended; release whatever the connection held. Must not block."""
@@ -67,9 +74,10 @@ class Connection:
         self.owner = owner
         #: Who this connection logged in as, for logs (set by the host).
         self.device_label = ""
-        self._kicked = trio.Event()
-        self._scope: trio.CancelScope | None = None
+        self._output = trio.Event()
+        self._nursery: trio.Nursery | None = None
         self._closed_reported = False
+        session.set_waker(self._wake)
 
     def __repr__(self) -> str:
         return f"<connection {self.label}>"
@@ -80,27 +88,33 @@ class Connection:
         who = f" ({self.device_label})" if self.device_label else ""
         return f"#{self.number} {self.peer}{who}"
 
-    def kick(self) -> None:
-        """The session changed outside this connection's tasks: wake the writer."""
-        self._kicked.set()
+    def _wake(self) -> None:
+        """The session queued bytes or closed (called by the session itself)."""
+        self._output.set()
         session = self.session
-        if session.is_closed and self._scope is not None:
+        if session.is_closed and self._nursery is not None:
+            scope = self._nursery.cancel_scope
             if session.flushes_on_close:
-                self._scope.deadline = min(
-                    self._scope.deadline, trio.current_time() + FLUSH_SECONDS
-                )
+                scope.deadline = min(scope.deadline, trio.current_time() + FLUSH_SECONDS)
             else:
-                self._scope.cancel()
+                scope.cancel()
+
+    def start_soon(self, work: Callable[[Unpack[Args]], Awaitable[object]], *args: *Args) -> None:
+        """Run ``work`` beside the reader; it is cancelled when the connection ends."""
+        if self._nursery is None or self.session.is_closed:
+            return  # not serving (yet, or any more): nothing to do it for
+        self._nursery.start_soon(work, *args)
 
     async def run(self) -> None:
         """Serve until the session closes or the peer goes away."""
         try:
             async with trio.open_nursery() as nursery:
-                self._scope = nursery.cancel_scope
+                self._nursery = nursery
                 nursery.start_soon(self._reader)
                 nursery.start_soon(self._writer)
                 nursery.start_soon(self._timer)
         finally:
+            self._nursery = None
             if not self.session.is_closed:
                 self.session.close("transport closed")
             self._report_closed()
@@ -112,7 +126,6 @@ class Connection:
                 self._report_closed(event)
             else:
                 await self.owner.handle_event(self, event)
-        self.kick()
 
     def _report_closed(self, event: ConnectionClosed | None = None) -> None:
         if self._closed_reported:
@@ -139,7 +152,7 @@ class Connection:
     async def _writer(self) -> None:
         session = self.session
         while True:
-            self._kicked = trio.Event()
+            self._output = trio.Event()
             data = session.data_to_send()
             if data:
                 try:
@@ -152,10 +165,10 @@ class Connection:
                 continue
             if session.is_closed:
                 break
-            await self._kicked.wait()
+            await self._output.wait()
         await self._pump()
-        assert self._scope is not None
-        self._scope.cancel()
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
 
     async def _timer(self) -> None:
         while (deadline := self.session.get_timer()) is not None:

@@ -3,6 +3,24 @@
 The hub sits between connections and the pane source. It owns who holds which
 pane (at most one lease per pane) and one sampler task per subscription.
 
+Never waiting where the protocol is read: :meth:`Hub.handle_event` is called by a
+connection's reader and returns at once. Work that needs the source runs in the
+connection's own tasks (:meth:`Connection.start_soon`), in the order Prowl's
+clients rely on:
+
+* ``list`` and ``subscribe`` go through one ordered lane, so a ``panes`` reply
+  never overtakes the ``subscribed`` of a subscribe sent before it;
+* input bytes go through another, so a pane receives keystrokes in the order
+  they were typed, however slow one write is;
+* a scroll and a new history snapshot each run in their own task; the session
+  already allows only one pending scroll (``SCROLL_BUSY`` for another) and
+  queues history requests behind a capture in progress.
+
+Every source call has a deadline, and one that passes it ends in the protocol's
+own answer for that request (``SCROLL_UNAVAILABLE``, ``HISTORY_UNAVAILABLE``, a
+``subscribed`` whose first frame comes from sampling), never in a closed
+connection.
+
 Sampling (docs/performance.md): a sampler reads its pane only while subscribed.
 For a push source it wakes when the pane changed, when the client acknowledged
 the outstanding frame, on ``refresh`` and on scroll deadlines; for a polling
@@ -23,7 +41,7 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.commands.responses import NOT_ALLOWED, rejected, unconfirmed
+from mirror_host.commands.handler import CommandHandler
 from mirror_host.control import (
     EndReason,
     Intent,
@@ -34,9 +52,9 @@ from mirror_host.errors import (
     CaptureUnstable,
     PaneNotFound,
     PaneSourceError,
-    UnsupportedOperation,
 )
 from mirror_host.host.connection import Connection
+from mirror_host.host.lanes import Lane
 from mirror_host.panes.model import (
     MAX_TEXT_BYTES,
     MAX_VT_BYTES,
@@ -61,7 +79,17 @@ from mirror_host.session.events import (
 )
 from mirror_host.session.lease import Lease
 
-__all__ = ["BASE_CAPABILITIES", "CommandHandler", "Hub"]
+__all__ = [
+    "BASE_CAPABILITIES",
+    "CAPTURE_SECONDS",
+    "FIRST_CAPTURE_SECONDS",
+    "HISTORY_SECONDS",
+    "INPUT_SECONDS",
+    "LIST_SECONDS",
+    "MAX_PENDING_INPUT_BYTES",
+    "SCROLL_SECONDS",
+    "Hub",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,34 +97,28 @@ BASE_CAPABILITIES = ("vt-v1", "text-v1", "takeover", "refresh")
 #: At most one frame per subscriber per 16 ms, however fast the pane changes.
 MIN_FRAME_SECONDS = 0.016
 
-
-class CommandHandler:
-    """The remote-command service seam; the default refuses everything."""
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        """Command capabilities to advertise (none by default)."""
-        return ()
-
-    async def run(self) -> None:
-        """Background work; the default has none."""
-
-    async def handle(self, connection: Connection, event: CommandRequested) -> None:
-        """Answer one command (default: not allowed)."""
-        request = event.message.command_request
-        connection.session.send_command_result(request.request_id, rejected(NOT_ALLOWED))
-        connection.kick()
-
-    async def receipt(self, connection: Connection, event: ReceiptRequested) -> None:
-        """Answer a receipt query (default: unknown)."""
-        connection.session.send_command_result(event.message.command_receipt_id, unconfirmed())
-        connection.kick()
-
-    def lease_lost(self, connection: Connection) -> None:
-        """The connection lost its lease: cancel its pane-targeted commands."""
-
-    def stop(self) -> None:
-        """The host is stopping: cancel everything."""
+# Deadlines for source calls. Each ends in the protocol's own answer to the
+# request it serves; none closes the connection.
+#: Listing panes (every source keeps its list in memory; this is a safety net).
+LIST_SECONDS = 5.0
+#: Starting to watch a pane and its first capture; past it, ``subscribed`` goes
+#: out alone and the first frame comes from sampling (as after a resize race).
+FIRST_CAPTURE_SECONDS = 5.0
+#: One capture while sampling; past it, the capture counts as unstable.
+CAPTURE_SECONDS = 5.0
+#: Applying a scroll; past it, ``SCROLL_UNAVAILABLE: Host could not scroll``.
+SCROLL_SECONDS = 5.0
+#: A new history snapshot (a big Herdr scrollback can take seconds); past it,
+#: ``HISTORY_UNAVAILABLE``. Above Herdr's own 15 s per-request limit, so that
+#: limit's precise error is what gets logged.
+HISTORY_SECONDS = 20.0
+#: Writing one input message to the pane; past it, that message is dropped
+#: (logged) and the next one is written.
+INPUT_SECONDS = 10.0
+#: Input waiting for a slow pane; more is dropped (logged) instead of queued.
+MAX_PENDING_INPUT_BYTES = 1024 * 1024
+#: ``list``/``subscribe`` requests waiting in one connection's lane.
+_MAX_PENDING_CONTROL = 64
 
 
 @dataclass(eq=False)
@@ -106,6 +128,10 @@ class _Subscription:
     pane_id: UUID
     wakeup: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: Set when the first capture is in (or failed, or raced a resize).
+    first_ready: trio.Event = field(default_factory=trio.Event)
+    first_capture: Capture | None = None
+    first_error: PaneSourceError | None = None
     granted: trio.Event = field(default_factory=trio.Event)
     change_count: int = 0
     changes_at_first_capture: int = 0
@@ -113,6 +139,16 @@ class _Subscription:
 
     def wake(self) -> None:
         self.wakeup.set()
+
+
+@dataclass(eq=False)
+class _Lanes:
+    """One connection's ordered work."""
+
+    control: Lane
+    input: Lane
+    #: Input was dropped since the last message about it (log once per episode).
+    input_dropped: bool = False
 
 
 class Hub:
@@ -131,6 +167,7 @@ class Hub:
         self._wall_clock = wall_clock
         self._holders: dict[UUID, _Subscription] = {}
         self._by_connection: dict[Connection, _Subscription] = {}
+        self._lanes: dict[Connection, _Lanes] = {}
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
         self.frames_sent = 0
@@ -142,12 +179,12 @@ class Hub:
         return BASE_CAPABILITIES + tuple(self.commands.capabilities) + optional
 
     async def run(self) -> None:
-        """Run the source and host the sampler tasks until cancelled."""
+        """Run the source, the command service and the sampler tasks until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._ready.set()
             nursery.start_soon(self.source.run)
-            nursery.start_soon(self.commands.run)
+            await nursery.start(self.commands.run)
+            self._ready.set()
             await trio.sleep_forever()
 
     async def status(self) -> dict[str, Any]:
@@ -168,35 +205,61 @@ class Hub:
 
     # ------------------------------------------------------------ events
 
-    async def handle_event(self, connection: Connection, event: Event) -> None:
-        """Handle a pane-related session event."""
-        if isinstance(event, ListRequested):
-            await self._list(connection)
-        elif isinstance(event, SubscribeRequested):
-            await self._subscribe(connection, event.request)
-        elif isinstance(event, FrameAcknowledged | RefreshRequested):
+    def handle_event(self, connection: Connection, event: Event) -> None:
+        """Take a pane-related session event; returns at once (module docstring)."""
+        if isinstance(event, FrameAcknowledged | RefreshRequested):
             sub = self._by_connection.get(connection)
             if sub is not None:
                 if isinstance(event, RefreshRequested):
                     sub.refresh_pending = True
                 sub.wake()
         elif isinstance(event, InputReceived):
-            await self._input(connection, event)
+            self._queue_input(connection, event)
+        elif isinstance(event, ListRequested):
+            self._control(connection, lambda: self._list(connection))
+        elif isinstance(event, SubscribeRequested):
+            request = event.request
+            self._control(connection, lambda: self._subscribe(connection, request))
         elif isinstance(event, ScrollRequested):
-            await self._scroll(connection, event)
+            connection.start_soon(self._scroll, connection, event)
         elif isinstance(event, HistoryRequested):
-            await self._history(connection)
-        elif isinstance(event, CommandRequested):
-            await self.commands.handle(connection, event)
-        elif isinstance(event, ReceiptRequested):
-            await self.commands.receipt(connection, event)
+            connection.start_soon(self._history, connection)
+        elif isinstance(event, CommandRequested | ReceiptRequested):
+            connection.start_soon(self._command, connection, event)
+
+    def _lanes_of(self, connection: Connection) -> _Lanes:
+        lanes = self._lanes.get(connection)
+        if lanes is None:
+            lanes = _Lanes(
+                control=Lane(connection, max_pending=_MAX_PENDING_CONTROL),
+                input=Lane(connection, max_pending=MAX_PENDING_INPUT_BYTES),
+            )
+            self._lanes[connection] = lanes
+        return lanes
+
+    def _control(self, connection: Connection, work: Callable[[], Any]) -> None:
+        if not self._lanes_of(connection).control.push(work):
+            # Each of these waits for an answer before the next; 64 at once is a flood.
+            connection.session.close("too many list/subscribe requests waiting")
+
+    async def _command(
+        self, connection: Connection, event: CommandRequested | ReceiptRequested
+    ) -> None:
+        await self._ready.wait()  # the command service runs once the hub does
+        if isinstance(event, CommandRequested):
+            self.commands.handle(connection.session, event)
+        else:
+            self.commands.receipt(connection.session, event)
 
     async def _list(self, connection: Connection) -> None:
-        try:
-            panes = await self.source.list_panes()
-        except PaneSourceError as exc:
-            logger.warning("listing panes failed: %s", exc)
-            panes = []
+        panes = []
+        with trio.move_on_after(LIST_SECONDS) as deadline:
+            try:
+                panes = await self.source.list_panes()
+            except PaneSourceError as exc:
+                logger.warning("listing panes failed: %s", exc)
+        if deadline.cancelled_caught:
+            logger.warning("listing panes took more than %g s; answered with none", LIST_SECONDS)
         descriptors = tuple(
             PaneDescriptor(
                 id=pane.id,
@@ -224,14 +287,21 @@ class Hub:
             request, subscription_id=uuid.uuid4(), capabilities=frozenset(self.capabilities)
         )
         sub = _Subscription(connection, lease, request.pane_id)
-        try:
-            first: Capture | None = await self._nursery.start(self._sample_task, sub)
-        except PaneNotFound:
+        self._nursery.start_soon(self._sample_task, sub)
+        with trio.move_on_after(FIRST_CAPTURE_SECONDS):
+            await sub.first_ready.wait()
+        if isinstance(sub.first_error, PaneNotFound):
             session.subscribe_failed("the pane closed before its first frame")
             return
-        except PaneSourceError as exc:
-            session.subscribe_failed(f"first capture failed: {exc}")
+        if sub.first_error is not None:
+            session.subscribe_failed(f"first capture failed: {sub.first_error}")
             return
+        if not sub.first_ready.is_set():
+            logger.info(
+                "%s: the pane's first capture takes more than %g s; subscribed without it",
+                connection.label,
+                FIRST_CAPTURE_SECONDS,
+            )
         if session.is_closed:
             sub.scope.cancel()
             return
@@ -243,23 +313,22 @@ class Hub:
                 return
             self._end(previous, EndReason.TAKEN_OVER)
             logger.info("%s took over a pane from %s", connection.label, previous.connection.label)
-        session.grant_lease(
+        first = sub.first_capture
+        sequence = session.grant_lease(
             lease, host_run_id=self.host_run_id, first_capture=first, now=trio.current_time()
         )
-        if lease.gate.outstanding is not None:
+        if sequence is not None:
             self.frames_sent += 1
         self._holders[request.pane_id] = sub
         self._by_connection[connection] = sub
         if first is None:
-            sub.refresh_pending = True  # the first capture raced a resize: sample again
+            sub.refresh_pending = True  # raced a resize, or still coming: sample again
         sub.granted.set()
-        connection.kick()
 
     def _end(self, sub: _Subscription, reason: EndReason) -> None:
         """Send ``ended`` to a holder and forget its lease."""
         self._forget(sub)
         sub.connection.session.send_ended(reason)
-        sub.connection.kick()
 
     def _forget(self, sub: _Subscription) -> None:
         sub.scope.cancel()
@@ -267,10 +336,11 @@ class Hub:
             del self._holders[sub.pane_id]
         if self._by_connection.get(sub.connection) is sub:
             del self._by_connection[sub.connection]
-        self.commands.lease_lost(sub.connection)
+        self.commands.lease_lost(sub.connection.session)
 
     def release(self, connection: Connection) -> None:
-        """The connection closed: free its pane."""
+        """The connection closed: free its pane and its lanes."""
+        self._lanes.pop(connection, None)
         sub = self._by_connection.get(connection)
         if sub is not None:
             self._forget(sub)
@@ -281,53 +351,92 @@ class Hub:
         for sub in list(self._holders.values()):
             self._end(sub, EndReason.HOST_STOPPED)
 
-    async def _input(self, connection: Connection, event: InputReceived) -> None:
-        try:
-            await self.source.write(event.pane_id, event.data)
-        except PaneNotFound:
-            self._pane_closed(connection)
-        except PaneSourceError as exc:
-            logger.warning("%s input not written: %s", connection.label, exc)
+    def _pane_closed(self, connection: Connection) -> None:
+        sub = self._by_connection.get(connection)
+        if sub is not None:
+            self._end(sub, EndReason.PANE_CLOSED)
+
+    # ------------------------------------------------------------ source-bound requests
+
+    def _queue_input(self, connection: Connection, event: InputReceived) -> None:
+        lanes = self._lanes_of(connection)
+
+        async def write() -> None:
+            await self._write_input(connection, event)
+
+        if lanes.input.push(write, cost=len(event.data)):
+            lanes.input_dropped = False
+        elif not lanes.input_dropped:
+            lanes.input_dropped = True
+            logger.warning(
+                "%s: the pane is not taking input (%d bytes waiting); dropping input",
+                connection.label,
+                lanes.input.pending,
+            )
+
+    async def _write_input(self, connection: Connection, event: InputReceived) -> None:
+        with trio.move_on_after(INPUT_SECONDS) as deadline:
+            try:
+                await self.source.write(event.pane_id, event.data)
+            except PaneNotFound:
+                self._pane_closed(connection)
+            except PaneSourceError as exc:
+                logger.warning("%s input not written: %s", connection.label, exc)
+        if deadline.cancelled_caught:
+            logger.warning(
+                "%s input not written within %g s; dropped", connection.label, INPUT_SECONDS
+            )
 
     async def _scroll(self, connection: Connection, event: ScrollRequested) -> None:
         session = connection.session
-        try:
-            await self.source.scroll(event.pane_id, event.direction)
-        except PaneNotFound:
-            self._pane_closed(connection)
-            return
-        except PaneSourceError as exc:
-            logger.info("%s scroll failed: %s", connection.label, exc)
+        problem: str | None = None
+        with trio.move_on_after(SCROLL_SECONDS) as deadline:
+            try:
+                await self.source.scroll(event.pane_id, event.direction)
+            except PaneNotFound:
+                self._pane_closed(connection)
+                return
+            except PaneSourceError as exc:
+                problem = str(exc)
+        if deadline.cancelled_caught:
+            problem = f"no answer within {SCROLL_SECONDS:g} s"
+        if problem is not None:
+            logger.info("%s scroll failed: %s", connection.label, problem)
             session.scroll_failed(event.request_id)
             return
         session.scroll_applied(event.request_id, trio.current_time())
         sub = self._by_connection.get(connection)
         if sub is not None:
-            sub.wake()
+            sub.wake()  # the settle and force deadlines start now
 
     async def _history(self, connection: Connection) -> None:
+        """Capture snapshots until no request waits for another (session order)."""
         session = connection.session
-        sub = self._by_connection.get(connection)
-        if sub is None or Capability.HISTORY not in self.source.capabilities:
-            session.history_unavailable()
-            return
-        try:
-            captured = await self.source.history(sub.pane_id)
-        except (UnsupportedOperation, PaneSourceError) as exc:
-            logger.info("%s history unavailable: %s", connection.label, exc)
-            session.history_unavailable()
-            return
-        session.history_captured(
-            uuid.uuid4(),
-            captured.text,
-            truncated=captured.truncated,
-            captured_at=self._wall_clock(),
-        )
-
-    def _pane_closed(self, connection: Connection) -> None:
-        sub = self._by_connection.get(connection)
-        if sub is not None:
-            self._end(sub, EndReason.PANE_CLOSED)
+        another = True
+        while another:
+            sub = self._by_connection.get(connection)
+            captured = None
+            if sub is not None and Capability.HISTORY in self.source.capabilities:
+                with trio.move_on_after(HISTORY_SECONDS) as deadline:
+                    try:
+                        captured = await self.source.history(sub.pane_id)
+                    except PaneSourceError as exc:
+                        logger.info("%s history unavailable: %s", connection.label, exc)
+                if deadline.cancelled_caught:
+                    logger.info(
+                        "%s history unavailable: no answer within %g s",
+                        connection.label,
+                        HISTORY_SECONDS,
+                    )
+            if captured is None:
+                another = session.history_unavailable()
+            else:
+                another = session.history_captured(
+                    uuid.uuid4(),
+                    captured.text,
+                    truncated=captured.truncated,
+                    captured_at=self._wall_clock(),
+                )
 
     # ------------------------------------------------------------ sampling
 
@@ -342,54 +451,65 @@ class Hub:
         _check_limits(capture)
         return capture
 
-    async def _sample_task(
-        self,
-        sub: _Subscription,
-        *,
-        task_status: trio.TaskStatus[Capture | None],
-    ) -> None:
+    async def _sample_task(self, sub: _Subscription) -> None:
         with sub.scope:
 
             def changed() -> None:
                 sub.change_count += 1
                 sub.wakeup.set()
 
-            async with self.source.watch(sub.pane_id, changed):
-                first: Capture | None
-                sub.changes_at_first_capture = sub.change_count
-                try:
-                    first = await self._capture(sub)
-                except CaptureUnstable:
-                    first = None  # subscribed goes out alone; sampling sends the frame
-                task_status.started(first)
-                await sub.granted.wait()
-                try:
+            try:
+                async with self.source.watch(sub.pane_id, changed):
+                    sub.changes_at_first_capture = sub.change_count
+                    try:
+                        sub.first_capture = await self._capture(sub)
+                    except CaptureUnstable:
+                        pass  # subscribed goes out alone; sampling sends the frame
+                    sub.first_ready.set()
+                    await sub.granted.wait()
                     await self._sample_loop(sub)
-                except Exception:
-                    # One pane's failure ends its subscriber, never the host.
-                    logger.exception("%s sampling failed", sub.connection.label)
-                    sub.connection.session.close("host pane is unavailable")
-                    sub.connection.kick()
+            except PaneSourceError as exc:
+                if not sub.granted.is_set():
+                    sub.first_error = exc  # the subscribe is still waiting: it decides
+                    sub.first_ready.set()
+                elif isinstance(exc, PaneNotFound):
+                    self._end(sub, EndReason.PANE_CLOSED)
+                else:
+                    self._unavailable(sub, exc)
+            except Exception as exc:
+                # One pane's failure ends its subscriber, never the host.
+                logger.exception("%s sampling failed", sub.connection.label)
+                sub.first_error = PaneSourceError(f"sampling failed: {exc!r}")
+                sub.first_ready.set()
+                sub.connection.session.close("host pane is unavailable")
+
+    def _unavailable(self, sub: _Subscription, exc: PaneSourceError) -> None:
+        logger.warning("%s pane unavailable: %s", sub.connection.label, exc)
+        sub.connection.session.close(f"host pane is unavailable: {exc}")
 
     async def _sample_loop(self, sub: _Subscription) -> None:
         session = sub.connection.session
-        lease = sub.lease
         polling = not self.source.pushes_changes
         seen_changes = sub.changes_at_first_capture
         last_frame = trio.current_time()
         next_poll = last_frame + POLL_SECONDS
+        #: After an unstable capture, when to try again even if nothing wakes us.
+        retry_at = float("inf")
+        if sub.refresh_pending:
+            sub.wake()  # subscribed without a first frame: sample at once
         while not session.is_closed:
-            now = trio.current_time()
-            scroll_deadlines = [
-                d for d in (lease.scroll.next_deadline(), lease.scroll.force_deadline()) if d
-            ]
-            deadlines = [*scroll_deadlines, next_poll] if polling else scroll_deadlines
-            wake_at = min((d for d in deadlines if d > now), default=float("inf"))
-            with trio.move_on_at(wake_at):
+            deadlines = [retry_at]
+            scroll_deadline = session.frame_schedule(trio.current_time()).wake_at
+            if scroll_deadline is not None:
+                deadlines.append(scroll_deadline)
+            if polling:
+                deadlines.append(next_poll)
+            with trio.move_on_at(min(deadlines)):
                 await sub.wakeup.wait()
             sub.wakeup = trio.Event()
             now = trio.current_time()
-            if not session.can_take_frame(now):
+            schedule = session.frame_schedule(now)
+            if not schedule.open:
                 # The gate holds back frames, not the end: a pane that went away
                 # ends the lease even while a frame waits for its acknowledgement.
                 if not self.source.is_listed(sub.pane_id):
@@ -397,9 +517,9 @@ class Hub:
                     return
                 continue  # an acknowledgement (or the scroll settling) wakes us
             changed = sub.change_count != seen_changes
-            scroll_due = any(d <= now for d in scroll_deadlines)
             poll_due = polling and now >= next_poll
-            if not (changed or scroll_due or poll_due or sub.refresh_pending):
+            retry_due = now >= retry_at
+            if not (changed or schedule.due or poll_due or retry_due or sub.refresh_pending):
                 continue
             # Rate limit: a pane printing flat out still costs at most ~60 frames/s.
             gap = last_frame + MIN_FRAME_SECONDS - now
@@ -407,26 +527,30 @@ class Hub:
                 await trio.sleep(gap)
             seen_changes = sub.change_count
             sub.refresh_pending = False
+            retry_at = float("inf")
             if poll_due:
                 next_poll = max(next_poll + POLL_SECONDS, trio.current_time())
-            try:
-                capture = await self._capture(sub)
-            except CaptureUnstable:
+            capture: Capture | None = None
+            with trio.move_on_after(CAPTURE_SECONDS):
+                try:
+                    capture = await self._capture(sub)
+                except CaptureUnstable:
+                    pass
+                except PaneNotFound:
+                    self._end(sub, EndReason.PANE_CLOSED)
+                    return
+                except PaneSourceError as exc:
+                    self._unavailable(sub, exc)
+                    return
+            if capture is None:
+                # A resize race (or a capture that never finished): try again on
+                # the next change or poll tick, as Prowl does, up to ten in a row.
                 session.capture_unstable()
-                sub.connection.kick()
+                retry_at = trio.current_time() + POLL_SECONDS
                 continue
-            except PaneNotFound:
-                self._end(sub, EndReason.PANE_CLOSED)
-                return
-            except PaneSourceError as exc:
-                logger.warning("%s pane unavailable: %s", sub.connection.label, exc)
-                session.close(f"host pane is unavailable: {exc}")
-                sub.connection.kick()
-                return
             if session.offer_frame(capture, trio.current_time()) is not None:
                 self.frames_sent += 1
                 last_frame = trio.current_time()
-            sub.connection.kick()
 
 
 def _check_limits(capture: Capture) -> None:

@@ -181,7 +181,6 @@ class Host:
         for connection in list(self.connections):
             if not connection.session.is_closed:
                 connection.session.close("host stopped")
-            connection.kick()
 
     async def _stop(self) -> None:
         self._end_connections()  # again: nothing left to do after a graceful shutdown
@@ -282,7 +281,7 @@ class Host:
         elif isinstance(event, PairRequested):
             await self._pair(connection, event)
         else:
-            await self.hub.handle_event(connection, event)
+            self.hub.handle_event(connection, event)
 
     def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
         """Release the connection's lease and count a failure if it was one."""
@@ -434,7 +433,6 @@ class Host:
             session = connection.session
             if device_id is None or session.device_id == device_id:
                 session.revoke()
-                connection.kick()
         logger.info("revoked %d device(s)", len(removed))
         return removed
 

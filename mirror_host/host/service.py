@@ -19,10 +19,11 @@ from pathlib import Path
 import trio
 
 from mirror_host.auth.window import WINDOW_SECONDS
+from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
 from mirror_host.host.admin import bind_admin_socket, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
-from mirror_host.host.hub import CommandHandler, Hub
+from mirror_host.host.hub import Hub
 from mirror_host.host.server import Host, PairingTicket
 from mirror_host.host.store import DeviceStore, write_atomic
 from mirror_host.panes.source import PaneSource

@@ -10,7 +10,17 @@ authentication phase, the heartbeat and idle timers, the outbound byte queue and
 Inputs: ``receive_data(bytes, now)``, ``handle_timer(now)`` and the host's
 decisions (``accept_authentication``, ``grant_lease``, ``offer_frame`` …).
 Outputs: ``next_event()`` and ``data_to_send()``. Nothing here reads a clock,
-touches a socket or awaits.
+touches a socket or awaits. Whoever drives the session may register a *waker*
+(:meth:`set_waker`): it is called whenever bytes are queued or the session
+closes, so a decision taken anywhere (a sampler's frame, a takeover, a command
+result) wakes the connection's writer without the caller having to.
+
+Requests that need a pane source (a subscribe's first capture, a scroll, a new
+history snapshot) are only *announced* as events; the host answers them later,
+from other tasks, while this session goes on reading, answering pings and
+taking acknowledgements. The session keeps the order Prowl's clients check:
+history requests are answered in the order they came, so paging requests that
+arrive while a snapshot is being captured wait behind it.
 
 Phases::
 
@@ -32,7 +42,7 @@ Rules enforced here, so the host never re-checks them:
 * more than 16 MiB queued outbound closes the connection;
 * after login, each lease-bound message must carry the current lease, input
   only on ``vt-v1`` and 1 … 65,536 bytes, one ``subscribe`` per connection, one
-  command in flight.
+  command in flight, at most 64 history requests waiting for a capture.
 
 Any violation closes the connection without a message, as Prowl's host does.
 """
@@ -42,6 +52,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from uuid import UUID
 
 from mirror_host.auth.pairing import PAIR_IDENTITY
@@ -119,6 +130,8 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_OUTBOUND_BYTES",
     "MAX_UNSTABLE_CAPTURES",
+    "MAX_WAITING_HISTORY_REQUESTS",
+    "FrameSchedule",
     "Phase",
     "Session",
 ]
@@ -129,6 +142,8 @@ AUTH_TIMEOUT_SECONDS = 5.0
 MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
 MAX_INPUT_BYTES = 65_536
 MAX_UNSTABLE_CAPTURES = 10
+#: History requests queued behind a capture in progress; more is a flood.
+MAX_WAITING_HISTORY_REQUESTS = 64
 
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 HISTORY_UNAVAILABLE = "HISTORY_UNAVAILABLE: Cannot capture history within the supported limits."
@@ -147,6 +162,21 @@ class Phase(enum.Enum):
     PAIRING = "pairing"
     AUTHENTICATED = "authenticated"
     CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSchedule:
+    """What the sampler of this connection's lease should do at ``now``.
+
+    ``open``: a capture taken now could be sent (a lease, the gate open, no
+    scroll settling). ``due``: a pending scroll's deadline has passed, so sample
+    even if the pane did not change. ``wake_at``: the next scroll deadline still
+    ahead, if any.
+    """
+
+    open: bool
+    due: bool
+    wake_at: float | None
 
 
 class Session:
@@ -180,6 +210,9 @@ class Session:
         self._flush_on_close = False
         self._subscribe_pending = False
         self._command_in_flight: Command | None = None
+        self._history_capturing = False
+        self._history_waiting: deque[History] = deque()
+        self._waker: Callable[[], None] | None = None
         self._next_ping = now + HEARTBEAT_SECONDS
         self._idle_deadline = now + IDLE_TIMEOUT_SECONDS
         self._auth_deadline: float | None = now + AUTH_TIMEOUT_SECONDS
@@ -201,6 +234,14 @@ class Session:
     def outbound_bytes(self) -> int:
         """Bytes queued or handed to the transport but not yet confirmed sent."""
         return self._queued_bytes + self._in_flight_bytes
+
+    def set_waker(self, waker: Callable[[], None] | None) -> None:
+        """Call ``waker`` whenever bytes are queued or the session closes."""
+        self._waker = waker
+
+    def _wake(self) -> None:
+        if self._waker is not None:
+            self._waker()
 
     # ------------------------------------------------------------ input
 
@@ -330,9 +371,9 @@ class Session:
 
     def grant_lease(
         self, lease: Lease, *, host_run_id: UUID, first_capture: Capture | None, now: float
-    ) -> None:
+    ) -> int | None:
         """Take ``lease`` (see :meth:`Lease.for_request`), send ``subscribed`` and,
-        if there is one, the first frame."""
+        if there is one, the first frame; return that frame's sequence."""
         self._require(Phase.AUTHENTICATED)
         self.lease = lease
         self._subscribe_pending = False
@@ -343,8 +384,9 @@ class Session:
                 host_run_id=host_run_id,
             )
         )
-        if first_capture is not None:
-            self.offer_frame(first_capture, now)
+        if first_capture is None:
+            return None
+        return self.offer_frame(first_capture, now)
 
     def send_ended(self, reason: EndReason) -> None:
         """End the lease (taken over, pane closed, host stopping) and close."""
@@ -353,13 +395,18 @@ class Session:
         self._queue(Ended(reason=reason))
         self._close(f"ended: {reason.value}", flush=True)
 
-    def can_take_frame(self, now: float) -> bool:
-        """Whether a capture taken now could be sent (gate open, no scroll settling)."""
+    def frame_schedule(self, now: float) -> FrameSchedule:
+        """What the lease's sampler should do now (see :class:`FrameSchedule`)."""
         lease = self.lease
         if lease is None or self.phase is not Phase.AUTHENTICATED:
-            return False
+            return FrameSchedule(open=False, due=False, wake_at=None)
         may_send, _ = lease.scroll.frame_policy(now)
-        return lease.gate.is_open and may_send
+        deadlines = lease.scroll.deadlines()
+        return FrameSchedule(
+            open=lease.gate.is_open and may_send,
+            due=any(d <= now for d in deadlines),
+            wake_at=min((d for d in deadlines if d > now), default=None),
+        )
 
     def offer_frame(self, capture: Capture, now: float) -> int | None:
         """Send ``capture`` if the gate allows it; return its sequence or ``None``.
@@ -455,22 +502,40 @@ class Session:
 
     def history_captured(
         self, history_id: UUID, text: str, *, truncated: bool, captured_at: float
-    ) -> None:
-        """Freeze a new snapshot (replacing any previous one) and send its newest page."""
-        lease = self.lease
-        if lease is None:
-            return
+    ) -> bool:
+        """Freeze a new snapshot (replacing any previous one) and send its newest page.
+
+        Then answer the history requests that waited behind the capture, in
+        order. Returns True when one of them asks for another new snapshot: the
+        host captures again and calls this (or :meth:`history_unavailable`) again.
+        """
+        self._history_capturing = False
+        if self.lease is None or self.phase is not Phase.AUTHENTICATED:
+            return False
         self.history = HistorySnapshot.build(
             history_id, text, captured_at=captured_at, source_truncated=truncated
         )
         self._send_history_page(None)
+        return self._answer_waiting_history()
 
-    def history_unavailable(self) -> None:
-        """History cannot be captured: a non-fatal ``HISTORY_UNAVAILABLE``."""
-        if self.lease is not None:
-            self._queue(
-                Failure(error=HISTORY_UNAVAILABLE, subscription_id=self.lease.subscription_id)
-            )
+    def history_unavailable(self) -> bool:
+        """History cannot be captured: a non-fatal ``HISTORY_UNAVAILABLE``.
+
+        Returns as :meth:`history_captured` does.
+        """
+        self._history_capturing = False
+        if self.lease is None or self.phase is not Phase.AUTHENTICATED:
+            return False
+        self._queue(Failure(error=HISTORY_UNAVAILABLE, subscription_id=self.lease.subscription_id))
+        return self._answer_waiting_history()
+
+    def _answer_waiting_history(self) -> bool:
+        try:
+            while self._history_waiting and not self._history_capturing:
+                self._answer_history(self._history_waiting.popleft(), announce=False)
+        except RemoteProtocolError as exc:
+            self._close(f"protocol error: {exc}")
+        return self._history_capturing and not self.is_closed
 
     def send_command_result(self, request_id: UUID, response: JSONValue) -> None:
         """Answer the command in flight (or a receipt query)."""
@@ -503,6 +568,7 @@ class Session:
             return
         self._outbound.append(data)
         self._queued_bytes += len(data)
+        self._wake()
 
     def _close(self, reason: str, *, is_failure: bool = False, flush: bool = False) -> None:
         """Enter CLOSED. Without ``flush`` nothing queued is sent (a silent close)."""
@@ -513,9 +579,11 @@ class Session:
         self._close_is_failure = is_failure
         self._flush_on_close = flush
         self._events.clear()
+        self._history_waiting.clear()
         if not flush:
             self._outbound.clear()
             self._queued_bytes = 0
+        self._wake()
 
     def _handle(self, message: ControlMessage, now: float) -> None:
         if isinstance(message, Ping):
@@ -619,9 +687,22 @@ class Session:
 
     def _on_history(self, message: ControlMessage, now: float) -> None:
         assert isinstance(message, History)
-        lease = self._lease_for(message.subscription_id)
+        self._lease_for(message.subscription_id)
+        if self._history_capturing:
+            # Answered in request order: after the capture under way.
+            if len(self._history_waiting) >= MAX_WAITING_HISTORY_REQUESTS:
+                raise ProtocolViolation("too many history requests waiting for a capture")
+            self._history_waiting.append(message)
+            return
+        self._answer_history(message)
+
+    def _answer_history(self, message: History, *, announce: bool = True) -> None:
+        lease = self.lease
+        assert lease is not None
         if message.history_id is None:
-            self._events.append(HistoryRequested(lease.subscription_id, lease.pane_id))
+            self._history_capturing = True
+            if announce:
+                self._events.append(HistoryRequested(lease.subscription_id, lease.pane_id))
             return
         if self.history is None or message.history_id != self.history.id:
             raise ProtocolViolation("history names an unknown snapshot")

@@ -177,12 +177,15 @@ class ScrollTracker:
     def frame_policy(self, now: float) -> tuple[bool, bool]:
         """``(may_send, force)`` for a frame sampled at ``now``.
 
-        While a scroll settles (first 200 ms) no frame goes out; after that the
-        next frame completes it, and from 800 ms on even an unchanged one does.
+        While the host is still applying a scroll, frames go out as usual (the
+        pane keeps changing under typed input, and a slow source must not freeze
+        the mirror); none of them completes the scroll. Once it is applied, no
+        frame goes out while it settles (first 200 ms); after that the next frame
+        completes it, and from 800 ms on even an unchanged one does.
         """
         pending = self.pending
         if pending is None or pending.applied_at is None:
-            return pending is None, False
+            return True, False
         elapsed = now - pending.applied_at
         if elapsed < SCROLL_SETTLE_SECONDS:
             return False, False
@@ -196,19 +199,15 @@ class ScrollTracker:
         pending.result_sequence = sequence
         return pending.request_id
 
-    def next_deadline(self) -> float | None:
-        """When the host should sample again for the pending scroll, if ever."""
+    def deadlines(self) -> tuple[float, ...]:
+        """When the host must sample for the pending, applied scroll: settled, forced."""
         pending = self.pending
         if pending is None or pending.applied_at is None:
-            return None
-        return pending.applied_at + SCROLL_SETTLE_SECONDS
-
-    def force_deadline(self) -> float | None:
-        """When an unchanged frame may complete the pending scroll."""
-        pending = self.pending
-        if pending is None or pending.applied_at is None:
-            return None
-        return pending.applied_at + SCROLL_FORCE_SECONDS
+            return ()
+        return (
+            pending.applied_at + SCROLL_SETTLE_SECONDS,
+            pending.applied_at + SCROLL_FORCE_SECONDS,
+        )
 
 
 def frame_key(capture: Capture, *, with_viewport: bool, with_bounds: bool) -> object:

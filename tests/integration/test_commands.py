@@ -340,7 +340,9 @@ async def test_request_ids_receipts_and_reuse(state_dir: Path) -> None:
             }
         assert fake.received_input(ids["agent"]).count(b"once only") == 1  # exactly one execution
         async with login("127.0.0.1", port, credential) as phone:  # a new connection, a new lease
-            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            # As Prowl's phones do on reconnecting: the host may not have seen the
+            # old connection close yet, so an ifFree subscribe could find it busy.
+            sub = await subscribe(phone, pane, c.Representation.TEXT, c.Intent.TAKEOVER)
             await next_frame(phone, sub)
             await phone.send(c.CommandReceipt(subscription_id=sub, command_receipt_id=first_id))
             receipt = await phone.expect(c.CommandResult)

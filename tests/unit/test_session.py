@@ -443,7 +443,7 @@ def test_scroll_completes_with_the_next_frame_after_settling() -> None:
     scroll(session, sub, rid, c.ScrollDirection.UP, 1.0)
     assert events(session) == [ScrollRequested(sub, PANE, rid, c.ScrollDirection.UP)]
     session.scroll_applied(rid, 1.0)
-    assert not session.can_take_frame(1.1)
+    assert not session.frame_schedule(1.1).open
     assert session.offer_frame(vt(b"scrolled"), 1.1) is None  # settling for 200 ms
     assert session.offer_frame(vt(b"scrolled"), 1.25) == 2
     sent = outgoing(session)
@@ -551,6 +551,90 @@ def test_empty_history_is_one_line() -> None:
     session, _, _ = history_session(0)
     page = outgoing(session)[0]
     assert (page.total, page.offset, page.lines) == (1, 0, ("",))
+
+
+def test_history_requests_wait_behind_a_capture_and_are_answered_in_order() -> None:
+    session, sub, old = history_session(450)
+    outgoing(session)
+    session.receive_data(packet(c.History(subscription_id=sub)), 2.0)
+    assert events(session) == [HistoryRequested(sub, PANE)]
+    # While the source reads, a second snapshot and a page of the old one are asked for.
+    session.receive_data(packet(c.History(subscription_id=sub)), 2.1)
+    session.receive_data(packet(c.Ping()), 2.1)
+    assert events(session) == []  # not announced: the host is told when the first is done
+    assert outgoing(session) == [c.Pong()]  # pings go on meanwhile
+    assert session.history_captured(uuid.uuid4(), "a\nb", truncated=False, captured_at=1.0)
+    first = outgoing(session)
+    assert [p.lines for p in first] == [("a", "b")]
+    assert not session.history_unavailable()  # the second capture failed: answered in turn
+    assert outgoing(session) == [c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)]
+    assert old != first[0].history_id
+
+
+def test_a_queued_page_of_a_replaced_snapshot_closes_as_it_would_in_order() -> None:
+    session, sub, old = history_session(450)
+    outgoing(session)
+    session.receive_data(packet(c.History(subscription_id=sub)), 2.0)
+    session.receive_data(packet(c.History(history_id=old, offset=250, subscription_id=sub)), 2.1)
+    assert not session.is_closed
+    assert not session.history_captured(uuid.uuid4(), "x", truncated=False, captured_at=1.0)
+    assert session.is_closed  # the old snapshot was replaced before the page request's turn
+
+
+def test_a_flood_of_history_requests_behind_a_capture_closes() -> None:
+    session, sub = subscribed()
+    session.receive_data(packet(c.History(subscription_id=sub)), 1.0)
+    flood = b"".join(packet(c.History(subscription_id=sub)) for _ in range(65))
+    session.receive_data(flood, 1.0)
+    assert "too many history requests" in closed_reason(session).reason
+
+
+def test_frames_flow_while_a_scroll_is_applied_and_do_not_complete_it() -> None:
+    session, sub = subscribed()
+    session.offer_frame(vt(b"a"), 0.0)
+    session.receive_data(packet(c.Acknowledge(sequence=1, subscription_id=sub)), 0.0)
+    outgoing(session)
+    rid = uuid.uuid4()
+    scroll(session, sub, rid, c.ScrollDirection.UP, 1.0)
+    # The source is still scrolling (slowly): typed input must still show.
+    assert session.frame_schedule(1.5).open
+    assert session.offer_frame(vt(b"typed"), 1.5) == 2
+    assert [type(m) for m in outgoing(session)] == [VTFramePacket]
+    other = uuid.uuid4()
+    scroll(session, sub, other, c.ScrollDirection.UP, 1.6)
+    assert outgoing(session) == [
+        c.Failure(error=SCROLL_BUSY, subscription_id=sub, request_id=other)
+    ]
+    session.receive_data(packet(c.Acknowledge(sequence=2, subscription_id=sub)), 1.7)
+    session.scroll_applied(rid, 2.0)
+    schedule = session.frame_schedule(2.1)
+    assert (schedule.open, schedule.due, schedule.wake_at) == (False, False, pytest.approx(2.2))
+    schedule = session.frame_schedule(2.3)
+    assert (schedule.open, schedule.due, schedule.wake_at) == (True, True, pytest.approx(2.8))
+    assert session.offer_frame(vt(b"scrolled"), 2.3) == 3
+    assert [type(m) for m in outgoing(session)] == [VTFramePacket, c.ScrollResult]
+    assert session.frame_schedule(2.4).wake_at is None
+
+
+def test_the_waker_runs_when_bytes_are_queued_and_when_the_session_closes() -> None:
+    session, sub = subscribed()
+    calls: list[bool] = []
+    session.set_waker(lambda: calls.append(session.is_closed))
+    session.offer_frame(vt(b"a"), 0.0)
+    assert calls and calls[-1] is False
+    calls.clear()
+    events(session)
+    session.receive_data(packet(c.Acknowledge(sequence=9, subscription_id=sub)), 0.0)
+    assert calls == [True]  # a wrong ACK closes: the connection must learn at once
+
+
+def test_grant_lease_returns_the_first_frames_sequence() -> None:
+    session = logged_in()
+    request = c.Subscribe(pane_id=PANE, representation=c.Representation.VT, intent=c.Intent.IF_FREE)
+    session.receive_data(packet(request), 0.0)
+    events(session)
+    lease = Lease.for_request(request, subscription_id=uuid.uuid4(), capabilities=ALL_CAPS)
+    assert session.grant_lease(lease, host_run_id=RUN, first_capture=vt(), now=0.0) == 1
 
 
 # ------------------------------------------------------------------ commands

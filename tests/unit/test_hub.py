@@ -1,0 +1,408 @@
+"""The hub never waits on a pane source where the protocol is read.
+
+A real :class:`~mirror_host.host.connection.Connection` and :class:`Hub` over an
+in-memory stream and an in-memory source whose calls can be made slow. Time is
+Trio's autojump mock clock, so a 10 s history read costs no real time and every
+"within a second" below is virtual, deterministic time.
+
+
+Each test asks for pytest-trio's ``autojump_clock``: that is what runs it on
+virtual time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import trio
+import trio.testing
+
+from mirror_host import control as c
+from mirror_host.errors import PaneSourceError
+from mirror_host.host.connection import Connection
+from mirror_host.host.hub import (
+    FIRST_CAPTURE_SECONDS,
+    HISTORY_SECONDS,
+    SCROLL_SECONDS,
+    Hub,
+)
+from mirror_host.session.connection import (
+    HISTORY_UNAVAILABLE,
+    SCROLL_BUSY,
+    SCROLL_COULD_NOT,
+    Session,
+)
+from mirror_host.session.events import AuthenticateRequested, ConnectionClosed, Event
+from mirror_host.wire import (
+    ControlPacket,
+    PacketDecoder,
+    TextFramePacket,
+    VTFramePacket,
+    encode_packet,
+)
+from tests.fakes.memory_source import MemorySource
+
+HOST = UUID("00000000-0000-0000-0000-0000000000AA")
+DEVICE = UUID("00000000-0000-0000-0000-0000000000D1")
+
+Frame = VTFramePacket | TextFramePacket
+
+
+class Owner:
+    """The host's part, minus TLS and the device store: any proof is accepted."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.closed: list[ConnectionClosed] = []
+
+    async def handle_event(self, connection: Connection, event: Event) -> None:
+        if isinstance(event, AuthenticateRequested):
+            connection.session.accept_authentication(event.device_id, trio.current_time())
+        else:
+            self.hub.handle_event(connection, event)
+
+    def connection_closed(self, connection: Connection, event: ConnectionClosed) -> None:
+        self.closed.append(event)
+        self.hub.release(connection)
+
+
+class Peer:
+    """A client on the other end of an in-memory stream; answers pings by itself."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.received: list[tuple[float, Any]] = []
+        self.pings = 0
+        self.closed = trio.Event()
+        self._arrived = trio.Event()
+        self._read = 0
+        self._sending = trio.Lock()
+
+    async def send(self, message: c.ControlMessage) -> None:
+        async with self._sending:  # the reader answers pings from its own task
+            await self.stream.send_all(encode_packet(ControlPacket(c.encode_control(message))))
+
+    async def run(self) -> None:
+        decoder = PacketDecoder()
+        try:
+            while data := await self.stream.receive_some(65536):
+                decoder.feed(data)
+                while (packet := decoder.next_packet()) is not None:
+                    item = (
+                        c.decode_control(packet.body)
+                        if isinstance(packet, ControlPacket)
+                        else packet
+                    )
+                    if isinstance(item, c.Ping):
+                        self.pings += 1
+                        await self.send(c.Pong())
+                    self.received.append((trio.current_time(), item))
+                    self._arrived.set()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        self.closed.set()
+        self._arrived.set()
+
+    async def next(self, kind: type | tuple[type, ...], *, within: float = 30.0) -> Any:
+        """The next message of ``kind`` (skipping pings), received within ``within``."""
+        with trio.fail_after(within):
+            while True:
+                while self._read < len(self.received):
+                    _, item = self.received[self._read]
+                    self._read += 1
+                    if isinstance(item, kind):
+                        return item
+                    if not isinstance(item, c.Ping | c.Pong | c.ScrollState | c.Viewport):
+                        raise AssertionError(f"expected {kind}, got {item!r}")
+                if self.closed.is_set():
+                    raise AssertionError(f"closed while waiting for {kind}")
+                self._arrived = trio.Event()
+                await self._arrived.wait()
+
+    async def frame_with(self, sub: UUID, text: str, *, within: float = 30.0) -> Frame:
+        """Acknowledge frames until one shows ``text``."""
+        with trio.fail_after(within):
+            while True:
+                frame = await self.next((VTFramePacket, TextFramePacket))
+                await self.send(c.Acknowledge(sequence=frame.sequence, subscription_id=sub))
+                shown = frame.data.decode() if isinstance(frame, VTFramePacket) else frame.text
+                if text in shown:
+                    return frame
+
+
+@asynccontextmanager
+async def hub_with(source: MemorySource) -> AsyncIterator[tuple[Hub, Owner, trio.Nursery]]:
+    hub = Hub(source, wall_clock=lambda: 1_800_000_000.0)
+    owner = Owner(hub)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(hub.run)
+        yield hub, owner, nursery
+        nursery.cancel_scope.cancel()
+
+
+async def connect(owner: Owner, nursery: trio.Nursery) -> Peer:
+    client_end, host_end = trio.testing.memory_stream_pair()
+    session = Session(
+        host_id=HOST, identity=str(DEVICE).upper(), nonce=b"n" * 32, now=trio.current_time()
+    )
+    connection = Connection(
+        number=1, peer="memory", peer_host="memory", stream=host_end, session=session, owner=owner
+    )
+    nursery.start_soon(connection.run)
+    peer = Peer(client_end)
+    nursery.start_soon(peer.run)
+    await peer.next(c.Challenge)
+    await peer.send(c.Authenticate(device_id=DEVICE, proof=b"p" * 32))
+    await peer.next(c.Authenticated)
+    return peer
+
+
+async def subscribe(
+    peer: Peer,
+    pane: UUID,
+    representation: c.Representation = c.Representation.VT,
+    **opt_ins: bool,
+) -> UUID:
+    await peer.send(
+        c.Subscribe(pane_id=pane, representation=representation, intent=c.Intent.IF_FREE, **opt_ins)
+    )
+    subscribed = await peer.next(c.Subscribed)
+    assert subscribed.pane_id == pane
+    return subscribed.subscription_id  # type: ignore[no-any-return]
+
+
+async def test_a_10_s_history_read_leaves_pings_acks_and_typed_input_flowing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"line one\r\nline two\r\n")
+    source.delays["history"] = 10.0
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "line two")
+        asked = trio.current_time()
+        await peer.send(c.History(subscription_id=sub))
+        pings_before = peer.pings
+        await peer.send(c.Input(data=b"typed", subscription_id=sub))
+        await peer.frame_with(sub, "typed", within=1.0)
+        assert trio.current_time() - asked < 1.0
+        page = await peer.next(c.HistoryPage, within=HISTORY_SECONDS)
+        assert page.lines[:2] == ("line one", "line two")
+        assert trio.current_time() - asked >= 10.0
+        assert peer.pings - pings_before >= 4  # the host kept its heartbeat going
+        assert not peer.closed.is_set() and owner.closed == []
+
+
+async def test_a_history_read_past_its_deadline_is_history_unavailable_not_a_close(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["history"] = HISTORY_SECONDS + 30
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        await peer.send(c.History(subscription_id=sub))
+        failure = await peer.next(c.Failure, within=HISTORY_SECONDS + 1)
+        assert failure == c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)
+        await peer.send(c.Input(data=b"still here", subscription_id=sub))
+        await peer.frame_with(sub, "still here", within=1.0)
+        assert owner.closed == []
+
+
+async def test_two_new_snapshots_in_a_row_come_back_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"before")
+    source.delays["history"] = 3.0
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "before")
+        await peer.send(c.History(subscription_id=sub))
+        await trio.sleep(1.0)
+        source.output(pane, b"\r\nafter")
+        await peer.send(c.History(subscription_id=sub))
+        pages = []
+        while len(pages) < 2:
+            item = await peer.next((c.HistoryPage, VTFramePacket), within=10.0)
+            if isinstance(item, VTFramePacket):
+                await peer.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+            else:
+                pages.append(item)
+        assert [p.lines for p in pages] == [("before",), ("before", "after")]
+        assert pages[0].history_id != pages[1].history_id
+        assert [op for op, _ in source.calls].count("history") == 2
+
+
+async def test_a_2_s_first_capture_keeps_pings_answered_and_other_subscribers_moving(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    busy, slow = source.add_pane("busy"), source.add_pane("slow")
+    async with hub_with(source) as (_, owner, nursery):
+        typist = await connect(owner, nursery)
+        typist_sub = await subscribe(typist, busy)
+        await typist.frame_with(typist_sub, "")
+        source.delays["first_capture"] = 2.0
+        newcomer = await connect(owner, nursery)
+        await newcomer.send(
+            c.Subscribe(pane_id=slow, representation=c.Representation.TEXT, intent=c.Intent.IF_FREE)
+        )
+        started = trio.current_time()
+        await newcomer.send(c.Ping())
+        await newcomer.next(c.Pong, within=0.5)  # answered while the capture runs
+        await typist.send(c.Input(data=b"hello", subscription_id=typist_sub))
+        await typist.frame_with(typist_sub, "hello", within=1.0)
+        assert trio.current_time() - started < 2.0
+        subscribed = await newcomer.next(c.Subscribed)
+        first = await newcomer.next(TextFramePacket, within=1.0)
+        assert first.sequence == 1 and subscribed.pane_id == slow
+        assert trio.current_time() - started >= 2.0
+
+
+async def test_a_first_capture_past_its_deadline_subscribes_and_sends_the_frame_later(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"eventually")
+    source.delays["first_capture"] = FIRST_CAPTURE_SECONDS + 3
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)  # `subscribed` alone, at the deadline
+        frame = await peer.frame_with(sub, "eventually", within=5.0)
+        assert frame.sequence == 1
+        assert owner.closed == []
+
+
+async def test_a_1_s_scroll_leaves_acks_and_typed_input_flowing_then_completes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane(rows=5)
+    source.output(pane, b"".join(b"row %d\r\n" % i for i in range(40)))
+    source.delays["scroll"] = 1.0
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane, include_scroll_state=True)
+        await peer.frame_with(sub, "row 39")
+        request = uuid.uuid4()
+        asked = trio.current_time()
+        await peer.send(
+            c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        await peer.send(c.Input(data=b"typed", subscription_id=sub))
+        typed = await peer.frame_with(sub, "typed", within=0.5)
+        other = uuid.uuid4()
+        await peer.send(
+            c.Scroll(request_id=other, direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        assert await peer.next(c.Failure) == c.Failure(
+            error=SCROLL_BUSY, subscription_id=sub, request_id=other
+        )
+        # The scroll completes with a frame after it was applied, then its result.
+        while True:
+            item = await peer.next((VTFramePacket, c.ScrollState, c.ScrollResult), within=3.0)
+            if isinstance(item, c.ScrollResult):
+                break
+            if isinstance(item, VTFramePacket):
+                last = item
+                await peer.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+        assert item == c.ScrollResult(
+            request_id=request, sequence=last.sequence, subscription_id=sub
+        )
+        assert last.sequence > typed.sequence
+        assert trio.current_time() - asked >= 1.2  # applied at 1 s, settled 200 ms
+        assert source.panes[pane].scrolls == [c.ScrollDirection.UP]
+        # A duplicate replays; the pane is not scrolled twice.
+        await peer.send(
+            c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        assert await peer.next(c.ScrollResult) == item
+        assert source.panes[pane].scrolls == [c.ScrollDirection.UP]
+
+
+async def test_a_scroll_past_its_deadline_is_scroll_unavailable_and_remembered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["scroll"] = SCROLL_SECONDS + 10
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        request = uuid.uuid4()
+        scroll = c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+        await peer.send(scroll)
+        expected = c.Failure(error=SCROLL_COULD_NOT, subscription_id=sub, request_id=request)
+        assert await peer.next(c.Failure, within=SCROLL_SECONDS + 1) == expected
+        await peer.send(scroll)
+        assert await peer.next(c.Failure, within=1.0) == expected
+        assert owner.closed == []
+
+
+async def test_input_reaches_a_slow_pane_in_the_order_it_was_typed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["write"] = 0.5
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        for key in (b"a", b"b", b"c", b"d"):
+            await peer.send(c.Input(data=key, subscription_id=sub))
+        await peer.send(c.Ping())
+        await peer.next(c.Pong, within=0.1)  # not behind the writes
+        await peer.frame_with(sub, "abcd", within=5.0)
+        assert bytes(source.panes[pane].written) == b"abcd"
+
+
+async def test_a_failing_source_write_is_logged_and_the_connection_stays(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        source.failures["write"] = PaneSourceError("the pane refused")
+        await peer.send(c.Input(data=b"lost", subscription_id=sub))
+        await peer.send(c.Ping())
+        await peer.next(c.Pong)
+        del source.failures["write"]
+        await peer.send(c.Input(data=b"kept", subscription_id=sub))
+        await peer.frame_with(sub, "kept")
+        assert owner.closed == []
+
+
+async def test_a_pane_that_goes_away_while_a_scroll_is_applied_ends_the_lease(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["scroll"] = 1.0
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        await peer.send(
+            c.Scroll(request_id=uuid.uuid4(), direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        source.close_pane(pane)
+        assert await peer.next(c.Ended, within=2.0) == c.Ended(reason=c.EndReason.PANE_CLOSED)
+        with trio.fail_after(1):
+            await peer.closed.wait()
