@@ -42,11 +42,14 @@ away; only the delayed request's own connection waits, never the whole fake::
     fake.clear_delay("pane.read")       # no more delays; held requests go on at once
     fake.clear_delay()                  # the same for every method
 
-A delayed request is handled (and answered) when its delay ends: a delayed
-``pane.scroll`` scrolls late, a delayed ``pane.read`` reads the screen as it is
-then. ``when`` sees the request's ``params``; without it every request of the
-method waits. A new ``delay_method`` for the same method applies to requests
-that arrive after it.
+By default a delayed request is handled (and answered) when its delay ends: a
+delayed ``pane.scroll`` scrolls late, a delayed ``pane.read`` reads the screen
+as it is then. With ``stage="answer"`` it is handled at once and only its
+answer waits (a ``session.snapshot`` then describes the session as it was).
+``when`` sees the request's ``params``; without it every request of the method
+waits. A new ``delay_method`` for the same method applies to requests that
+arrive after it. Only requests that deserialize are delayed (serde errors are
+answered at once, as Herdr answers them before its main loop sees them).
 
 ``fake.observe {target, cols, rows}`` (private) keeps the connection open and
 sends ``{"seq":n,"full":bool,"width":c,"height":r,"bytes":"<base64>"}`` per frame,
@@ -1229,6 +1232,8 @@ class _Delay:
     method: str
     seconds: float
     when: Callable[[Mapping[str, Any]], bool] | None
+    #: ``request``: handled late (Herdr busy); ``answer``: handled now, answered late.
+    stage: str
     #: Set by ``clear_delay``: every request still held goes on at once.
     released: trio.Event = field(default_factory=trio.Event)
 
@@ -1453,15 +1458,21 @@ class FakeHerdr:
         seconds: float,
         *,
         when: Callable[[Mapping[str, Any]], bool] | None = None,
+        stage: str = "request",
     ) -> None:
         """Handle and answer ``method`` ``seconds`` late (if ``when(params)``, or always).
 
-        Only that request's connection waits: every other request is answered
-        as usual meanwhile, as Herdr serves each connection on its own thread.
+        ``stage="answer"`` handles it at once and holds only the answer. Only
+        that request's connection waits: every other request is answered as
+        usual meanwhile, as Herdr serves each connection on its own thread.
         """
         if seconds < 0:
             raise ValueError("seconds must not be negative")
-        delay = _Delay(method, seconds, when)
+        if stage not in ("request", "answer"):
+            raise ValueError("stage must be 'request' or 'answer'")
+        if stage == "answer" and method in ("events.subscribe", "fake.observe"):
+            raise ValueError(f"{method} streams: only its request can be delayed")
+        delay = _Delay(method, seconds, when, stage)
         self._delays[method] = delay
         self._active_delays.append(delay)
 
@@ -2035,7 +2046,9 @@ class FakeHerdr:
             await self._send(stream, self._error("", "invalid_request", message))
             return
         delay = self._delays.get(method)
-        if delay is not None and delay.applies(params):
+        if delay is not None and not delay.applies(params):
+            delay = None
+        if delay is not None and delay.stage == "request":
             await self._hold(delay)
         if method == "events.subscribe":
             await self._subscribe(stream, request_id, params)
@@ -2047,15 +2060,15 @@ class FakeHerdr:
         try:
             if handler is None:
                 raise _ApiError("not_implemented", f"the fake Herdr does not implement {method}")
-            result = await handler(params)
+            reply = _dumps({"id": request_id, "result": await handler(params)})
         except _ApiError as exc:
-            await self._send(stream, self._error(request_id, exc.code, exc.message))
-            return
+            reply = self._error(request_id, exc.code, exc.message)
         except Exception as exc:
             logger.exception("fake herdr: %s failed", method)
-            await self._send(stream, self._error(request_id, "internal_error", str(exc)))
-            return
-        await self._send(stream, _dumps({"id": request_id, "result": result}))
+            reply = self._error(request_id, "internal_error", str(exc))
+        if delay is not None and delay.stage == "answer":
+            await self._hold(delay)
+        await self._send(stream, reply)
 
     @staticmethod
     async def _watch_peer(stream: trio.SocketStream, scope: trio.CancelScope) -> None:

@@ -287,6 +287,47 @@ async def test_scroll_right_after_output_the_host_has_not_listed(
             assert probe_and_first[1]["params"]["offset_from_bottom"] == 21
 
 
+async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    async with fake_herdr(state_dir, protocol=22) as fake:
+        await add_demo(fake, "seq 1 300; exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_scroll_state=True)
+            await frame_containing(client, sub, "300")
+            # A snapshot taken at the bottom, whose answer is slow to arrive.
+            fake.delay_method("session.snapshot", 60.0, stage="answer")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(source.poll)
+                with trio.fail_after(10):
+                    await fake.wait_held("session.snapshot")
+                request = uuid.uuid4()
+                await client.send(
+                    c.Scroll(
+                        request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub
+                    )
+                )
+                scrolled = await _until_scroll_result(client, sub)
+                assert (
+                    c.ScrollState(
+                        at_top=False,
+                        at_bottom=False,
+                        sequence=scrolled[-1].sequence,
+                        subscription_id=sub,
+                    )
+                    in scrolled
+                )
+                fake.clear_delay()
+            # The old snapshot has arrived; the next frame still knows where the pane is.
+            await client.send(c.Refresh(subscription_id=sub))
+            with trio.fail_after(10):
+                state = await client.expect(c.ScrollState)
+            assert (state.at_top, state.at_bottom) == (False, False)
+            assert source.pane_record(pane.id).offset_from_bottom == 21
+
+
 async def test_no_reads_while_nothing_is_subscribed(state_dir: Path) -> None:
     async with fake_herdr(state_dir) as fake:
         await add_demo(fake)

@@ -84,3 +84,38 @@ async def test_clearing_a_delay_releases_what_it_holds(
         assert (await client.call("ping"))["type"] == "pong"
         assert trio.current_time() == start
         await fake.stop()
+
+
+@pytest.mark.parametrize("stage", ["request", "answer"])
+async def test_the_stage_decides_when_the_request_is_handled(
+    state_dir: Path, mock_clock: trio.testing.MockClock, stage: str
+) -> None:
+    fake = FakeHerdr(state_dir / "herdr.sock")
+    fake.add_workspace("before")
+    fake.delay_method("workspace.list", 5.0, stage=stage)
+    client = HerdrClient(state_dir / "herdr.sock")
+    labels: list[str] = []
+    answered = trio.Event()
+
+    async def list_workspaces() -> None:
+        result = await client.call("workspace.list")
+        labels.extend(w["label"] for w in result["workspaces"])
+        answered.set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(fake.serve)
+        nursery.start_soon(list_workspaces)
+        await fake.wait_held("workspace.list")
+        fake.add_workspace("while held")
+        mock_clock.jump(5.0)
+        await answered.wait()
+        # Held before handling, it sees the session as it is when let go; held
+        # after, as it was when it arrived.
+        assert labels == (["before", "while held"] if stage == "request" else ["before"])
+        await fake.stop()
+
+
+def test_streams_cannot_hold_their_answer(state_dir: Path) -> None:
+    fake = FakeHerdr(state_dir / "herdr.sock")
+    with pytest.raises(ValueError, match="streams"):
+        fake.delay_method("events.subscribe", 1.0, stage="answer")
