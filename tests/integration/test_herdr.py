@@ -242,6 +242,8 @@ async def test_scroll_right_after_output_the_host_has_not_listed(
     # output is no event: keep it from being read, so the scrollback printed
     # below is news to the host when the phone scrolls.
     monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    # However long a loaded machine takes, the scroll waits for the stream's new view.
+    monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
     async with fake_herdr(state_dir, protocol=22) as fake:
         await add_demo(fake)
         async with herdr_host(state_dir, fake, observe=observe) as (_host, client, source):
@@ -291,6 +293,7 @@ async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
     async with fake_herdr(state_dir, protocol=22) as fake:
         await add_demo(fake, "seq 1 300; exec sleep 120")
         async with herdr_host(state_dir, fake) as (_host, client, source):
@@ -310,20 +313,18 @@ async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
                     )
                 )
                 scrolled = await _until_scroll_result(client, sub)
-                assert (
-                    c.ScrollState(
-                        at_top=False,
-                        at_bottom=False,
-                        sequence=scrolled[-1].sequence,
-                        subscription_id=sub,
-                    )
-                    in scrolled
+                result = scrolled[-1]
+                assert isinstance(result, c.ScrollResult)
+                fresh = c.ScrollState(
+                    at_top=False, at_bottom=False, sequence=result.sequence, subscription_id=sub
                 )
+                assert fresh in scrolled
                 fake.clear_delay()
             # The old snapshot has arrived; the next frame still knows where the pane is.
             await client.send(c.Refresh(subscription_id=sub))
             with trio.fail_after(10):
                 state = await client.expect(c.ScrollState)
+            assert isinstance(state, c.ScrollState)
             assert (state.at_top, state.at_bottom) == (False, False)
             assert source.pane_record(pane.id).offset_from_bottom == 21
 
