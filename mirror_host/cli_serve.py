@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -44,6 +43,7 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
     if kind == "herdr":
         from mirror_host.commands.herdr import HerdrCommands
         from mirror_host.commands.service import CommandService
+        from mirror_host.panes.herdr.observe import find_herdr_program
         from mirror_host.panes.herdr.protocol import resolve_socket_path
         from mirror_host.panes.herdr.source import HerdrSource
 
@@ -52,8 +52,7 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         )
         herdr = HerdrSource(socket_path, herdr_bin=config.herdr.bin)
         wanted = config.herdr.bin
-        runnable = os.path.isfile(wanted or "") and os.access(wanted or "", os.X_OK)
-        if wanted and shutil.which(wanted) is None and not runnable:
+        if wanted and find_herdr_program(wanted) is None:
             logger.warning(
                 "herdr.bin %s is not an executable program; panes will be polled", wanted
             )

@@ -33,6 +33,24 @@ Tests drive it from Python::
     fake.requests, fake.received_input(pane)    # what clients sent
     await fake.stop()                            # kills every pane, unlinks the socket
 
+A slow Herdr (its main loop busy, so requests wait their turn) is one call
+away; only the delayed request's own connection waits, never the whole fake::
+
+    fake.delay_method("pane.read", 10.0, when=lambda p: p.get("source") == "recent")
+    await fake.wait_held("pane.read")   # one such request is being held now
+    fake.holding("pane.read")           # how many are held
+    fake.clear_delay("pane.read")       # no more delays; held requests go on at once
+    fake.clear_delay()                  # the same for every method
+
+By default a delayed request is handled (and answered) when its delay ends: a
+delayed ``pane.scroll`` scrolls late, a delayed ``pane.read`` reads the screen
+as it is then. With ``stage="answer"`` it is handled at once and only its
+answer waits (a ``session.snapshot`` then describes the session as it was).
+``when`` sees the request's ``params``; without it every request of the method
+waits. A new ``delay_method`` for the same method applies to requests that
+arrive after it. Only requests that deserialize are delayed (serde errors are
+answered at once, as Herdr answers them before its main loop sees them).
+
 ``fake.observe {target, cols, rows}`` (private) keeps the connection open and
 sends ``{"seq":n,"full":bool,"width":c,"height":r,"bytes":"<base64>"}`` per frame,
 then ``{"closed":"<reason>"}`` (``null`` when the server stops).
@@ -1207,6 +1225,22 @@ class _Subscriber:
             self.channel.send_nowait(line)  # a full hub drops the event, as Herdr's ring does
 
 
+@dataclass(eq=False)
+class _Delay:
+    """``delay_method``: hold matching requests of one method for ``seconds``."""
+
+    method: str
+    seconds: float
+    when: Callable[[Mapping[str, Any]], bool] | None
+    #: ``request``: handled late (Herdr busy); ``answer``: handled now, answered late.
+    stage: str
+    #: Set by ``clear_delay``: every request still held goes on at once.
+    released: trio.Event = field(default_factory=trio.Event)
+
+    def applies(self, params: Mapping[str, Any]) -> bool:
+        return self.when is None or self.when(params)
+
+
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -1218,6 +1252,7 @@ class FakeHerdr:
 
     Use ``await nursery.start(fake.serve)``; ``await fake.stop()`` (or cancelling
     the nursery) kills every pane's process group and removes the socket file.
+    ``delay_method``/``clear_delay`` make it a slow Herdr (see the module docstring).
     """
 
     def __init__(
@@ -1270,6 +1305,12 @@ class FakeHerdr:
         self._stopped = trio.Event()
         self._observers = 0
         self._observers_idle = trio.Event()
+        #: ``delay_method``: the delay new requests of a method get, and every
+        #: delay not yet cleared (requests may still be held by a replaced one).
+        self._delays: dict[str, _Delay] = {}
+        self._active_delays: list[_Delay] = []
+        self._held: dict[str, int] = {}
+        self._held_changed = trio.Event()
         self._socket_identity: tuple[int, int] | None = None
         # One blocked thread per live pane waits for its program (not polling).
         self._waiters = trio.CapacityLimiter(10_000)
@@ -1408,6 +1449,60 @@ class FakeHerdr:
     def requests_for(self, method: str) -> list[dict[str, Any]]:
         """The decoded requests of one method."""
         return [r for r in self.requests if r.get("method") == method]
+
+    # ------------------------------------------------------------ test API: a slow Herdr
+
+    def delay_method(
+        self,
+        method: str,
+        seconds: float,
+        *,
+        when: Callable[[Mapping[str, Any]], bool] | None = None,
+        stage: str = "request",
+    ) -> None:
+        """Handle and answer ``method`` ``seconds`` late (if ``when(params)``, or always).
+
+        ``stage="answer"`` handles it at once and holds only the answer. Only
+        that request's connection waits: every other request is answered as
+        usual meanwhile, as Herdr serves each connection on its own thread.
+        """
+        if seconds < 0:
+            raise ValueError("seconds must not be negative")
+        if stage not in ("request", "answer"):
+            raise ValueError("stage must be 'request' or 'answer'")
+        if stage == "answer" and method in ("events.subscribe", "fake.observe"):
+            raise ValueError(f"{method} streams: only its request can be delayed")
+        delay = _Delay(method, seconds, when, stage)
+        self._delays[method] = delay
+        self._active_delays.append(delay)
+
+    def clear_delay(self, method: str | None = None) -> None:
+        """Stop delaying ``method`` (every method if ``None``); held requests go on now."""
+        for delay in list(self._active_delays):
+            if method is None or delay.method == method:
+                delay.released.set()
+                self._active_delays.remove(delay)
+                if self._delays.get(delay.method) is delay:
+                    del self._delays[delay.method]
+
+    def holding(self, method: str) -> int:
+        """How many requests of ``method`` a delay is holding right now."""
+        return self._held.get(method, 0)
+
+    async def wait_held(self, method: str, count: int = 1) -> None:
+        """Wait until at least ``count`` requests of ``method`` are being held."""
+        while self.holding(method) < count:
+            await self._held_changed.wait()
+
+    async def _hold(self, delay: _Delay) -> None:
+        self._held[delay.method] = self._held.get(delay.method, 0) + 1
+        self._held_changed.set()
+        self._held_changed = trio.Event()
+        try:
+            with trio.move_on_after(delay.seconds):
+                await delay.released.wait()
+        finally:
+            self._held[delay.method] -= 1
 
     # ------------------------------------------------------------ lifecycle
 
@@ -1950,6 +2045,11 @@ class FakeHerdr:
             message = f"invalid request: {exc} at line 1 column {len(line)}"
             await self._send(stream, self._error("", "invalid_request", message))
             return
+        delay = self._delays.get(method)
+        if delay is not None and not delay.applies(params):
+            delay = None
+        if delay is not None and delay.stage == "request":
+            await self._hold(delay)
         if method == "events.subscribe":
             await self._subscribe(stream, request_id, params)
             return
@@ -1960,15 +2060,15 @@ class FakeHerdr:
         try:
             if handler is None:
                 raise _ApiError("not_implemented", f"the fake Herdr does not implement {method}")
-            result = await handler(params)
+            reply = _dumps({"id": request_id, "result": await handler(params)})
         except _ApiError as exc:
-            await self._send(stream, self._error(request_id, exc.code, exc.message))
-            return
+            reply = self._error(request_id, exc.code, exc.message)
         except Exception as exc:
             logger.exception("fake herdr: %s failed", method)
-            await self._send(stream, self._error(request_id, "internal_error", str(exc)))
-            return
-        await self._send(stream, _dumps({"id": request_id, "result": result}))
+            reply = self._error(request_id, "internal_error", str(exc))
+        if delay is not None and delay.stage == "answer":
+            await self._hold(delay)
+        await self._send(stream, reply)
 
     @staticmethod
     async def _watch_peer(stream: trio.SocketStream, scope: trio.CancelScope) -> None:

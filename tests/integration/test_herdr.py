@@ -15,10 +15,12 @@ import trio
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.host.server import Host
+from mirror_host.panes.herdr import discovery as discovery_module
 from mirror_host.panes.herdr import source as herdr_source_module
 from mirror_host.panes.herdr.protocol import pane_uuid
 from mirror_host.panes.herdr.source import HerdrSource
 from mirror_host.session import lease as lease_module
+from mirror_host.session.connection import SCROLL_BUSY
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.herdr_fake import FakeHerdr
 from tests.integration.conftest import paired, port_of, running_host
@@ -218,6 +220,113 @@ async def test_remote_scroll_on_protocol_22(
             frame = next(x for x in reversed(seen) if isinstance(x, VTFramePacket))
             assert b"300" not in frame.data  # Herdr renders the scrolled-back viewport
             assert fake.requests_for("pane.scroll")
+
+
+async def _until_scroll_result(client: MirrorClient, sub: uuid.UUID) -> list[object]:
+    """Everything up to and including the next ``scrollResult``, frames acknowledged."""
+    seen: list[object] = []
+    with trio.fail_after(20):
+        while not seen or not isinstance(seen[-1], c.ScrollResult):
+            item = await client.receive()
+            seen.append(item)
+            if isinstance(item, VTFramePacket):
+                await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+    return seen
+
+
+@pytest.mark.parametrize("observe", [True, False], ids=["observe", "polling"])
+async def test_scroll_right_after_output_the_host_has_not_listed(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, observe: bool
+) -> None:
+    # With a healthy event stream the session is read again only every 10 s, and
+    # output is no event: keep it from being read, so the scrollback printed
+    # below is news to the host when the phone scrolls.
+    monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    # However long a loaded machine takes, the scroll waits for the stream's new view.
+    monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
+    async with fake_herdr(state_dir, protocol=22) as fake:
+        await add_demo(fake)
+        async with herdr_host(state_dir, fake, observe=observe) as (_host, client, source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_scroll_state=True)
+            await next_frame(client, sub)
+            await client.send(c.Input(data=b"seq 1 300\r", subscription_id=sub))
+            before = await frame_containing(client, sub, "300")
+            assert not source.pane_record(pane.id).max_offset_from_bottom  # listed before it
+            # Hold the scroll in Herdr while two more requests arrive.
+            fake.delay_method("pane.scroll", 60.0)
+            first, second = uuid.uuid4(), uuid.uuid4()
+            up = c.ScrollDirection.UP
+            await client.send(c.Scroll(request_id=first, direction=up, subscription_id=sub))
+            with trio.fail_after(10):
+                await fake.wait_held("pane.scroll")
+            await client.send(c.Scroll(request_id=second, direction=up, subscription_id=sub))
+            await client.send(c.Scroll(request_id=first, direction=up, subscription_id=sub))
+            fake.clear_delay("pane.scroll")
+            seen = await _until_scroll_result(client, sub)
+
+            assert [x for x in seen if isinstance(x, c.Failure)] == [
+                c.Failure(error=SCROLL_BUSY, subscription_id=sub, request_id=second)
+            ]
+            result, frame, state = seen[-1], seen[-2], seen[-3]
+            assert isinstance(result, c.ScrollResult) and result.request_id == first
+            assert isinstance(frame, VTFramePacket) and frame.sequence == result.sequence
+            # Earlier lines, not the unchanged screen: 278…300 and the prompt
+            # were showing; 24 rows − 3 = 21 rows up shows 257…280.
+            assert isinstance(before, VTFramePacket) and frame.data != before.data
+            assert b"257" in frame.data and b"281" not in frame.data
+            # The scroll state is Herdr's answer to the scroll, not the old listing.
+            assert state == c.ScrollState(
+                at_top=False, at_bottom=False, sequence=result.sequence, subscription_id=sub
+            )
+
+            # The same request again: the same result, and Herdr is not asked again.
+            await client.send(c.Scroll(request_id=first, direction=up, subscription_id=sub))
+            replayed = await _until_scroll_result(client, sub)
+            assert replayed[-1] == result
+            probe_and_first = fake.requests_for("pane.scroll")
+            assert len(probe_and_first) == 2
+            assert probe_and_first[1]["params"]["offset_from_bottom"] == 21
+
+
+async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
+    async with fake_herdr(state_dir, protocol=22) as fake:
+        await add_demo(fake, "seq 1 300; exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_scroll_state=True)
+            await frame_containing(client, sub, "300")
+            # A snapshot taken at the bottom, whose answer is slow to arrive.
+            fake.delay_method("session.snapshot", 60.0, stage="answer")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(source.poll)
+                with trio.fail_after(10):
+                    await fake.wait_held("session.snapshot")
+                request = uuid.uuid4()
+                await client.send(
+                    c.Scroll(
+                        request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub
+                    )
+                )
+                scrolled = await _until_scroll_result(client, sub)
+                result = scrolled[-1]
+                assert isinstance(result, c.ScrollResult)
+                fresh = c.ScrollState(
+                    at_top=False, at_bottom=False, sequence=result.sequence, subscription_id=sub
+                )
+                assert fresh in scrolled
+                fake.clear_delay()
+            # The old snapshot has arrived; the next frame still knows where the pane is.
+            await client.send(c.Refresh(subscription_id=sub))
+            with trio.fail_after(10):
+                state = await client.expect(c.ScrollState)
+            assert isinstance(state, c.ScrollState)
+            assert (state.at_top, state.at_bottom) == (False, False)
+            assert source.pane_record(pane.id).offset_from_bottom == 21
 
 
 async def test_no_reads_while_nothing_is_subscribed(state_dir: Path) -> None:

@@ -1,0 +1,78 @@
+"""One subscribed Herdr pane as the source keeps it: record, screen, watchers. I/O (Trio events).
+
+The observe stream (``observe.py``) and the poller (``polling.py``) both feed a
+:class:`Mirror`; the source (``source.py``) reads it for captures and scrolls it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from uuid import UUID
+
+import trio
+
+from mirror_host.panes.herdr.protocol import HerdrPane
+from mirror_host.panes.model import Watchers
+from mirror_host.terminal import Screen
+
+__all__ = ["Mirror", "MirrorMode", "StreamEnd"]
+
+
+class MirrorMode(enum.StrEnum):
+    """How a mirror is fed; the values are what ``statistics`` and status show."""
+
+    STARTING = "starting"
+    OBSERVE = "observe"
+    POLL = "poll"
+
+
+class StreamEnd(enum.Enum):
+    """Why one observe stream ended."""
+
+    #: Herdr says the terminal is not found (it may only have moved: check a snapshot).
+    GONE = "gone"
+    #: Asked for (new size or pane id) or a Herdr handoff/reconnect: start again at once.
+    RESTART = "restart"
+    #: The program failed or the stream broke: back off, and poll after a few.
+    FAILED = "failed"
+
+
+@dataclass(eq=False)
+class Mirror:
+    """One subscribed pane: its latest record, screen and watchers."""
+
+    uuid: UUID
+    pane: HerdrPane
+    screen: Screen
+    watchers: Watchers = field(default_factory=Watchers)
+    gone: bool = False
+    #: The last ``pane.read`` text drawn (polling detects change by content).
+    last_text: str | None = None
+    poll_now: trio.Event = field(default_factory=trio.Event)
+    restart: trio.Event = field(default_factory=trio.Event)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    mode: MirrorMode = MirrorMode.STARTING
+    #: ``(columns, rows)`` the running observe stream was started with, if any.
+    stream_size: tuple[int, int] | None = None
+    #: Observe frames applied so far, and an event set (then renewed) by each.
+    frames: int = 0
+    frame_arrived: trio.Event = field(default_factory=trio.Event)
+    #: Scrolls applied so far: a poll read begun before one is stale.
+    scrolls: int = 0
+    #: When ``pane``'s scroll fields were last read fresh from Herdr (``pane.get``
+    #: or ``pane.scroll``); a snapshot read begun before then must not undo them.
+    scroll_read_at: float = float("-inf")
+
+    def frame_applied(self) -> None:
+        """An observe frame reached the screen: count it and wake its waiters."""
+        self.frames += 1
+        self.frame_arrived.set()
+        self.frame_arrived = trio.Event()
+
+    def vanish(self) -> None:
+        """The pane is gone for good: stop feeding it and tell the watchers."""
+        if not self.gone:
+            self.gone = True
+            self.scope.cancel()
+            self.watchers.notify()
