@@ -32,7 +32,6 @@ from __future__ import annotations
 
 __all__ = [
     "AuthError",
-    "CaptureUnstable",
     "ClientClosed",
     "ClientError",
     "ConfigError",
@@ -123,10 +122,6 @@ class PaneSourceUnavailable(PaneSourceError):
 
 class PaneNotFound(PaneSourceError):
     """The pane no longer exists in its source."""
-
-
-class CaptureUnstable(PaneSourceError):
-    """The pane changed size while it was captured; try again on the next sample."""
 
 
 class UnsupportedOperation(PaneSourceError):

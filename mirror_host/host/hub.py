@@ -49,7 +49,6 @@ from mirror_host.control import (
     Subscribe,
 )
 from mirror_host.errors import (
-    CaptureUnstable,
     PaneNotFound,
     PaneSourceError,
 )
@@ -104,7 +103,7 @@ LIST_SECONDS = 5.0
 #: Starting to watch a pane and its first capture; past it, ``subscribed`` goes
 #: out alone and the first frame comes from sampling (as after a resize race).
 FIRST_CAPTURE_SECONDS = 5.0
-#: One capture while sampling; past it, the capture counts as unstable.
+#: One capture while sampling; past it, the capture is tried again later.
 CAPTURE_SECONDS = 5.0
 #: Applying a scroll; past it, ``SCROLL_UNAVAILABLE: Host could not scroll``.
 SCROLL_SECONDS = 5.0
@@ -128,7 +127,7 @@ class _Subscription:
     pane_id: UUID
     wakeup: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    #: Set when the first capture is in (or failed, or raced a resize).
+    #: Set when the first capture is in (or failed).
     first_ready: trio.Event = field(default_factory=trio.Event)
     first_capture: Capture | None = None
     first_error: PaneSourceError | None = None
@@ -322,7 +321,7 @@ class Hub:
         self._holders[request.pane_id] = sub
         self._by_connection[connection] = sub
         if first is None:
-            sub.refresh_pending = True  # raced a resize, or still coming: sample again
+            sub.refresh_pending = True  # the first capture is still coming: sample again
         sub.granted.set()
 
     def _end(self, sub: _Subscription, reason: EndReason) -> None:
@@ -461,10 +460,7 @@ class Hub:
             try:
                 async with self.source.watch(sub.pane_id, changed):
                     sub.changes_at_first_capture = sub.change_count
-                    try:
-                        sub.first_capture = await self._capture(sub)
-                    except CaptureUnstable:
-                        pass  # subscribed goes out alone; sampling sends the frame
+                    sub.first_capture = await self._capture(sub)
                     sub.first_ready.set()
                     await sub.granted.wait()
                     await self._sample_loop(sub)
@@ -493,7 +489,7 @@ class Hub:
         seen_changes = sub.changes_at_first_capture
         last_frame = trio.current_time()
         next_poll = last_frame + POLL_SECONDS
-        #: After an unstable capture, when to try again even if nothing wakes us.
+        #: After a capture that did not finish, when to try again even if nothing wakes us.
         retry_at = float("inf")
         if sub.refresh_pending:
             sub.wake()  # subscribed without a first frame: sample at once
@@ -534,8 +530,6 @@ class Hub:
             with trio.move_on_after(CAPTURE_SECONDS):
                 try:
                     capture = await self._capture(sub)
-                except CaptureUnstable:
-                    pass
                 except PaneNotFound:
                     self._end(sub, EndReason.PANE_CLOSED)
                     return
@@ -543,9 +537,13 @@ class Hub:
                     self._unavailable(sub, exc)
                     return
             if capture is None:
-                # A resize race (or a capture that never finished): try again on
-                # the next change or poll tick, as Prowl does, up to ten in a row.
-                session.capture_unstable()
+                # Every source here captures from memory, so this is a safety net:
+                # try again on the next change or poll tick, never close for it.
+                logger.warning(
+                    "%s: a capture took more than %g s; trying again",
+                    sub.connection.label,
+                    CAPTURE_SECONDS,
+                )
                 retry_at = trio.current_time() + POLL_SECONDS
                 continue
             if session.offer_frame(capture, trio.current_time()) is not None:

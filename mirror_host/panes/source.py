@@ -65,7 +65,6 @@ class PaneSource(Protocol):
 
         Raises:
             PaneNotFound: the pane is gone.
-            CaptureUnstable: it changed size while being read; try again.
             PaneSourceError: any other failure (closes the subscriber).
         """
         ...

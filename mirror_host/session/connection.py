@@ -129,7 +129,6 @@ __all__ = [
     "IDLE_TIMEOUT_SECONDS",
     "MAX_INPUT_BYTES",
     "MAX_OUTBOUND_BYTES",
-    "MAX_UNSTABLE_CAPTURES",
     "MAX_WAITING_HISTORY_REQUESTS",
     "FrameSchedule",
     "Phase",
@@ -141,7 +140,6 @@ IDLE_TIMEOUT_SECONDS = 8.0
 AUTH_TIMEOUT_SECONDS = 5.0
 MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
 MAX_INPUT_BYTES = 65_536
-MAX_UNSTABLE_CAPTURES = 10
 #: History requests queued behind a capture in progress; more is a flood.
 MAX_WAITING_HISTORY_REQUESTS = 64
 
@@ -469,17 +467,7 @@ class Session:
         completed = lease.scroll.completes_with(sequence)
         if completed is not None:
             self._queue(ScrollResult(request_id=completed, sequence=sequence, subscription_id=sub))
-        lease.unstable_captures = 0
         return sequence
-
-    def capture_unstable(self) -> None:
-        """A capture raced a resize; ten in a row close the connection."""
-        lease = self.lease
-        if lease is None:
-            return
-        lease.unstable_captures += 1
-        if lease.unstable_captures >= MAX_UNSTABLE_CAPTURES:
-            self._close(f"{MAX_UNSTABLE_CAPTURES} consecutive unstable captures")
 
     def scroll_applied(self, request_id: UUID, now: float) -> None:
         """The host scrolled the pane; frames settle for 200 ms."""

@@ -239,7 +239,6 @@ class Lease:
         self.wants_scroll_state = wants_scroll_state
         self.gate = FrameGate()
         self.scroll = ScrollTracker(can_scroll=can_scroll)
-        self.unstable_captures = 0
 
     @classmethod
     def for_request(

@@ -390,24 +390,6 @@ def test_empty_text_is_a_real_replacement() -> None:
     assert session.offer_frame(TextCapture(columns=80, rows=24, text=""), 1.1) == 2
 
 
-def test_ten_unstable_captures_close() -> None:
-    session, _ = subscribed()
-    for _ in range(9):
-        session.capture_unstable()
-    assert not session.is_closed
-    session.capture_unstable()
-    assert "unstable" in closed_reason(session).reason
-
-
-def test_unstable_count_resets_on_a_good_capture() -> None:
-    session, _ = subscribed()
-    for _ in range(9):
-        session.capture_unstable()
-    session.offer_frame(vt(), 1.0)
-    session.capture_unstable()
-    assert not session.is_closed
-
-
 def test_oversized_frame_closes_the_connection() -> None:
     session, _ = subscribed()
     session.offer_frame(vt(b"x" * (8 * 1024 * 1024)), 1.0)

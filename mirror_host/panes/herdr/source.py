@@ -267,8 +267,8 @@ class HerdrSource:
     ) -> VTCapture | TextCapture:
         """The mirrored screen (Herdr renders a scrolled-back pane scrolled back).
 
-        Never torn, so never ``CaptureUnstable``: the screen changes only between
-        awaits, whole frames at a time, and is read here without one.
+        Never torn: the screen changes only between awaits, whole frames at a
+        time, and is read here without one.
         """
         mirror = self._mirror(pane_id)
         bounds = scroll_bounds(mirror.pane) if with_scroll_bounds else None
