@@ -14,7 +14,13 @@ import trio
 from mirror_host.cli_admin import show_ticket
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
-from mirror_host.errors import ConfigError, ListenError, MirrorHostError, StoreError
+from mirror_host.errors import (
+    ConfigError,
+    ListenError,
+    MirrorHostError,
+    StoreError,
+    TLSUnsupported,
+)
 from mirror_host.host.admin import AdminSocketBusy, ticket_reply
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
@@ -96,7 +102,7 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
     try:
         trio.run(_main, config, source, commands, args.pair, show)
-    except (StoreError, AdminSocketBusy, ListenError) as exc:
+    except (StoreError, AdminSocketBusy, ListenError, TLSUnsupported) as exc:
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ __all__ = [
     "InvalidInput",
     "InvalidPairingPayload",
     "ListenError",
+    "TLSUnsupported",
     "LocalProtocolError",
     "MalformedControlMessage",
     "MalformedPacket",
@@ -150,6 +151,10 @@ class StoreError(MirrorHostError):
 
 class ListenError(MirrorHostError):
     """The listen address cannot be bound (in use, not ours, not allowed)."""
+
+
+class TLSUnsupported(MirrorHostError):
+    """This Python cannot do TLS-PSK (3.11/3.12 without ``sslpsk3``); the message says how."""
 
 
 class InvalidInput(MirrorHostError, ValueError):

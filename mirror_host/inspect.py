@@ -27,7 +27,7 @@ from mirror_host.control import (
 )
 from mirror_host.control.fields import decode_struct, encode_struct
 from mirror_host.control.swiftjson import JSONValue, dump_json
-from mirror_host.errors import InvalidHex, MirrorHostError
+from mirror_host.errors import InvalidHex, InvalidInput, MirrorHostError
 from mirror_host.wire import (
     ControlPacket,
     Packet,
@@ -125,7 +125,7 @@ def _lines(data: bytes, kind: str, *, now: float) -> Iterator[dict[str, JSONValu
     elif kind == "qr":
         yield {"pairing": encode_struct(parse_pairing_payload(data, now=now))}
     else:
-        raise ValueError(f"unknown input kind {kind!r}")
+        raise InvalidInput(f"unknown input kind {kind!r}")
 
 
 def describe(data: bytes, kind: str = "packets", *, now: float) -> Iterator[bytes]:

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mirror_host.errors import TLSUnsupported
+
 __all__ = [
     "CIPHER",
     "PskTable",
@@ -122,7 +124,7 @@ def build_server_context() -> ServerContext:
     """A TLS 1.2, ECDHE-PSK-CHACHA20-POLY1305-only server context with an empty table.
 
     Raises:
-        RuntimeError: no TLS-PSK support in this interpreter (3.11/3.12 without
+        TLSUnsupported: no TLS-PSK support in this interpreter (3.11/3.12 without
             ``sslpsk3``), with the fix in the message.
     """
     holder = _TableHolder()
@@ -160,12 +162,12 @@ def use_sslpsk3(context: ssl.SSLContext, shim: object, setup: Callable[[Any, Any
     the test client alike.
 
     Raises:
-        RuntimeError: sslpsk3 is not installed, with the fix in the message.
+        TLSUnsupported: sslpsk3 is not installed, with the fix in the message.
     """
     try:
         from sslpsk3 import sslpsk3 as psk
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError(
+        raise TLSUnsupported(
             "TLS-PSK needs Python 3.13+ or the sslpsk3 package on Python 3.11/3.12: "
             "pip install sslpsk3"
         ) from exc
