@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -43,14 +42,13 @@ from mirror_host.panes.model import (
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     PANE_STATE_FORMAT,
-    BlockEnd,
-    BlockStart,
+    CommandFinished,
+    ControlParser,
     Exited,
     LayoutChanged,
-    Output,
+    OutputReceived,
     PaneRow,
     PaneState,
-    parse_line,
     parse_pane_rows,
     parse_pane_state,
 )
@@ -81,27 +79,33 @@ class _Pane:
     viewport: str | None = None  # the copy-mode view while scrolled back
 
 
+#: Blocks of a command line's reply, one tuple of lines per block.
+_Blocks = tuple[tuple[bytes, ...], ...]
+
+
 @dataclass(eq=False)
 class _PendingCommand:
-    """A command line sent to tmux, waiting for its ``%begin``/``%end`` blocks."""
+    """A command line sent to tmux, waiting for :class:`CommandFinished`."""
 
-    blocks_wanted: int
-    results: list[list[bytes]] = field(default_factory=list)
+    results: _Blocks = ()
     failed: bool = False
     done: trio.Event = field(default_factory=trio.Event)
 
 
 class _ControlClient:
-    """One ``tmux -C`` client attached to one session."""
+    """One ``tmux -C`` client attached to one session: bytes in and out.
+
+    What the lines mean (which reply belongs to which command line, what a
+    notification says) is :class:`ControlParser`'s business.
+    """
 
     def __init__(self, source: TmuxSource, session_id: str) -> None:
         self.source = source
         self.session_id = session_id
         self.process: trio.Process | None = None
         self.paused: set[str] = set()
-        self._pending: deque[_PendingCommand] = deque()
-        self._block: list[bytes] | None = None
-        self._block_ours = False
+        self._parser = ControlParser()
+        self._pending: dict[int, _PendingCommand] = {}
         self._send_lock = trio.Lock()
         self.ready = trio.Event()
         self.done = trio.Event()
@@ -142,7 +146,7 @@ class _ControlClient:
                     self._handle(line)
         finally:
             self.done.set()
-            for pending in self._pending:
+            for pending in self._pending.values():
                 pending.failed = True
                 pending.done.set()
             self._pending.clear()
@@ -153,31 +157,22 @@ class _ControlClient:
             self.source.client_gone(self)
 
     def _handle(self, line: bytes) -> None:
-        if self._block is not None and not line.startswith((b"%end ", b"%error ")):
-            self._block.append(line)
-            return
-        event = parse_line(line)
-        if isinstance(event, Output):
+        event = self._parser.feed(line)
+        if isinstance(event, OutputReceived):
             self.source.pane_output(event.pane, event.data)
-        elif isinstance(event, BlockStart):
-            self._block = []
-            self._block_ours = event.ours
-        elif isinstance(event, BlockEnd):
-            block, self._block = self._block or [], None
-            if self._block_ours and self._pending:
-                pending = self._pending[0]
-                pending.results.append(block)
-                pending.failed = pending.failed or not event.ok
-                if len(pending.results) >= pending.blocks_wanted:
-                    self._pending.popleft()
-                    pending.done.set()
+        elif isinstance(event, CommandFinished):
+            pending = self._pending.pop(event.command, None)
+            if pending is not None:
+                pending.results = event.results
+                pending.failed = not event.ok
+                pending.done.set()
         elif isinstance(event, LayoutChanged):
             self.source.request_relist()
         elif isinstance(event, Exited):
             logger.debug("tmux control client for %s exited: %s", self.session_id, event.reason)
 
-    async def command(self, line: str, *, blocks: int = 1) -> list[list[bytes]]:
-        """Run a command line (``;``-separated commands) and return each block's lines.
+    async def command(self, line: str, *, blocks: int = 1) -> _Blocks:
+        """Run a command line of ``blocks`` ``;``-separated commands; each block's lines.
 
         Raises:
             PaneSourceError: a command failed or the client is gone.
@@ -185,9 +180,10 @@ class _ControlClient:
         process = self.process
         if process is None or process.stdin is None or self.done.is_set():
             raise PaneSourceUnavailable("the tmux control client is not running")
-        pending = _PendingCommand(blocks)
+        pending = _PendingCommand()
         async with self._send_lock:
-            self._pending.append(pending)
+            # Numbered in the order the lines are written: tmux answers in that order.
+            self._pending[self._parser.expect(blocks)] = pending
             try:
                 await process.stdin.send_all(line.encode() + b"\n")
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:

@@ -17,6 +17,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
+from mirror_host.errors import PaneSourceError
 from mirror_host.host.server import Host
 from mirror_host.panes.tmux import TmuxSource
 from mirror_host.terminal import Screen
@@ -246,6 +247,23 @@ async def test_history_and_scroll(state_dir: Path, tmux_server: TmuxServer) -> N
         await client.send(c.Input(data=b"echo back-at-the-prompt\r", subscription_id=sub))
         frame = await frame_containing(client, sub, "back-at-the-prompt")
         assert "back-at-the-prompt" in frame_text(frame)
+
+
+async def test_control_replies_belong_to_their_command_lines(tmux_server: TmuxServer) -> None:
+    # tmux drops the rest of a line after a failing command, and prints command
+    # output unescaped: neither may hand one line's reply to the next line.
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(10):
+            await source.wait_listed()
+            (client,) = source._clients.values()
+            with pytest.raises(PaneSourceError, match="can't find pane"):
+                await client.command("display -p a ; kill-pane -t %999 ; display -p b", blocks=3)
+            # display-message expands strftime escapes, so '%%' prints one '%'.
+            replies = await client.command("display -p '%%end 1 2 1' ; display -p after", blocks=2)
+        assert replies == ((b"%end 1 2 1",), (b"after",))
+        nursery.cancel_scope.cancel()
 
 
 async def test_no_server_or_no_tmux_is_reported_and_retried(
