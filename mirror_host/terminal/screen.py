@@ -29,9 +29,15 @@ from mirror_host.control import Representation
 from mirror_host.errors import GhosttyFailure
 from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
 
-__all__ = ["DEFAULT_SCROLLBACK_LINES", "Screen"]
+__all__ = ["DEFAULT_SCROLLBACK_BYTES", "DEFAULT_SCROLLBACK_LINES", "Screen"]
 
+#: Scrollback kept per screen: at most this many lines …
 DEFAULT_SCROLLBACK_LINES = 10_000
+#: … and at most this much memory (Ghostty's own default ``scrollback-limit``),
+#: so a very wide pane keeps fewer lines instead of tens of megabytes. Both are
+#: set: libghostty otherwise caps the bytes at 10,000, about 1,100 rows of 80
+#: columns, whatever the line limit says.
+DEFAULT_SCROLLBACK_BYTES = 10_000_000
 
 # libghostty takes its scroll request as a tagged union passed by value, which
 # cffi's ABI mode cannot pass; a struct of the same size and alignment has the
@@ -66,10 +72,19 @@ class Screen:
         rows: int,
         *,
         scrollback_lines: int = DEFAULT_SCROLLBACK_LINES,
+        scrollback_bytes: int = DEFAULT_SCROLLBACK_BYTES,
         on_reply: Callable[[bytes], None] | None = None,
     ) -> None:
         self._terminal = Terminal(cols=columns, rows=rows, scrollback=scrollback_lines)
         self._handle: Any = self._terminal._t[0]
+        _check(
+            lib.ghostty_terminal_set(
+                self._handle,
+                lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES,
+                ffi.new("size_t*", scrollback_bytes),
+            ),
+            "set scrollback bytes",
+        )
         self._buffer = ffi.new("uint8_t[]", 64 * 1024)
         self._written = ffi.new("size_t*")
         if on_reply is not None:
