@@ -35,7 +35,7 @@ async def test_list_advertises_exactly_what_is_implemented(state_dir: Path) -> N
             panes = await list_panes(client)
     assert panes.capabilities == (
         "vt-v1", "text-v1", "takeover", "refresh",
-        "history", "remote-scroll", "viewport-text-v1", "scroll-state-v1",
+        "history", "remote-scroll", "viewport-text-v1", "styled-scrollback-v1", "scroll-state-v1",
     )  # fmt: skip
     assert sorted(p.title for p in panes.panes) == ["cat", "sleep 60"]
     assert all(not p.busy for p in panes.panes)
