@@ -422,9 +422,10 @@ class TmuxSource:
         if state is None:
             raise PaneSourceError(f"could not read the state of tmux pane {target}")
         screen = Screen(max(1, state.width), max(1, state.height))
-        seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"")
+        seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"") + b"\x1b[0m"
         for index, row in enumerate(blocks[1][: state.height]):
-            seed += b"\x1b[%d;1H\x1b[0m" % (index + 1) + row
+            # No reset between rows: capture-pane -e carries attributes across them.
+            seed += b"\x1b[%d;1H" % (index + 1) + row
         seed += b"\x1b[0m" + state.seed_modes()
         screen.feed(bytes(seed))
         for data in pane.pending:

@@ -195,6 +195,28 @@ async def test_full_screen_program_streamed_and_seeded(
         tmux_server.tmux("send-keys", "-t", target, ":qa!", "Enter")
 
 
+async def test_a_seeded_screen_keeps_colours_that_run_across_rows(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    # capture-pane -e states an attribute where it changes, so "red2" carries
+    # no colour of its own: the seed must not reset the pen between rows.
+    target = tmux_server.pane_ids()[0]
+    tmux_server.tmux(
+        "send-keys", "-t", target, "clear; printf '\\033[31mred1\\nred2\\033[0m plain\\n'", "Enter"
+    )
+    async with tmux_host(state_dir, tmux_server) as (_host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(client, pane.id)
+        frame = await frame_containing(client, sub, "plain")
+        assert isinstance(frame, VTFramePacket)
+        replica = Screen(frame.columns, frame.rows)
+        replica.feed(b"\x1bc" + frame.data)
+        rows = replica.active_text().split("\n")
+        y = next(i for i, row in enumerate(rows) if row.startswith("red2"))
+        assert dict(replica.cell(0, y)[1])["fg"] == ("palette", 1)
+        assert dict(replica.cell(5, y)[1])["fg"] is None  # "plain"
+
+
 async def test_pane_closing_and_new_window_without_polling(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
