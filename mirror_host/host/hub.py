@@ -446,6 +446,7 @@ class Hub:
             lease.representation,
             with_viewport_text=lease.wants_viewport_text,
             with_scroll_bounds=lease.wants_scroll_state,
+            with_styled_scrollback=lease.wants_styled_scrollback,
         )
         _check_limits(capture)
         return capture

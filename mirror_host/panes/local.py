@@ -4,8 +4,8 @@ The zero-setup way to try mirror-host: ``mirror-host serve --source local
 --pair`` mirrors your login shell. Every byte a program writes is fed into a
 libghostty :class:`~mirror_host.terminal.Screen` as it arrives, so this source
 pushes changes (frames follow output within milliseconds) and supports history,
-remote scroll, viewport text and scroll state. A pane whose process exits leaves
-the list, and its subscriber gets ``ended paneClosed``.
+remote scroll, viewport text (plain and styled) and scroll state. A pane whose
+process exits leaves the list, and its subscriber gets ``ended paneClosed``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import termios
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from uuid import UUID
 
@@ -37,7 +37,9 @@ from mirror_host.panes.model import (
     VTCapture,
     Watchers,
 )
+from mirror_host.panes.styled import ArchiveCache, ArchiveKey, Cached, plan_window
 from mirror_host.terminal import Screen
+from mirror_host.terminal.archive import export_archive
 
 __all__ = ["LocalPane", "LocalSource", "default_shell_command"]
 
@@ -73,6 +75,7 @@ class LocalPane:
     watchers: Watchers = field(default_factory=Watchers)
     write_lock: trio.Lock = field(default_factory=trio.Lock)
     alive: bool = True
+    archives: ArchiveCache = field(default_factory=ArchiveCache)
 
     @property
     def title(self) -> str:
@@ -290,13 +293,21 @@ class LocalSource:
         *,
         with_viewport_text: bool = False,
         with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,
     ) -> VTCapture | TextCapture:
         """Format the pane's screen now (no awaiting: the screen is in memory)."""
-        screen = self._pane(pane_id).screen
+        pane = self._pane(pane_id)
+        screen = pane.screen
         wants_overlay = with_viewport_text and representation is Representation.VT
-        overlay = screen.viewport_text() if wants_overlay and screen.is_scrolled_back else None
+        overlay = screen.viewport_overlay() if wants_overlay and screen.is_scrolled_back else None
         bounds = screen.scroll_bounds() if with_scroll_bounds else None
-        return screen.capture(representation, overlay=overlay, bounds=bounds)
+        capture = screen.capture(representation, overlay=overlay, bounds=bounds)
+        if with_styled_scrollback and isinstance(capture, VTCapture) and overlay is not None:
+            styled = _styled(pane, capture, overlay, trio.current_time())
+            capture = replace(
+                capture, viewport_text=styled.viewport_text, styled_scrollback=styled.archive
+            )
+        return capture
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """Write input to the PTY unchanged."""
@@ -329,6 +340,23 @@ class LocalSource:
         """Scrollback and screen, newest 2 MiB, styles stripped."""
         pane = self._pane(pane_id)
         return HistoryCapture.newest(pane.screen.history_text())
+
+
+def _styled(pane: LocalPane, capture: VTCapture, overlay: str, now: float) -> Cached:
+    """The pane's styled archive around its scrolled viewport, reused for 500 ms."""
+    screen = pane.screen
+    total, top, rows = screen.scrollbar
+    key = ArchiveKey(capture.columns, capture.rows, top, overlay)
+    cached = pane.archives.lookup(key, now)
+    if cached is not None:
+        return cached
+    window = plan_window(
+        total_rows=total, columns=capture.columns, viewport_top=top, viewport_rows=rows
+    )
+    if window is None:
+        return pane.archives.store(key, Cached(None, overlay), now)
+    exported = export_archive(screen, window, rows=rows, viewport_text=overlay, frame=capture.data)
+    return pane.archives.store(key, exported, now)
 
 
 def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:

@@ -3,7 +3,8 @@
 A source turns a pane into one of two captures: :class:`VTCapture` (the active
 screen as VT bytes, for ``vt-v1``) or :class:`TextCapture` (the viewport as
 text, for ``text-v1``). Both may carry :class:`ScrollBounds` and are compared by
-value, which is how unchanged frames are suppressed.
+value, which is how unchanged frames are suppressed. A VT capture of a
+scrolled-back pane may also carry a :class:`StyledArchive` (styled-scrollback-v1).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from uuid import UUID
 
 __all__ = [
+    "MAX_ARCHIVE_BYTES",
+    "MAX_ARCHIVE_CELLS",
+    "MAX_ARCHIVE_ROWS",
     "MAX_HISTORY_BYTES",
     "POLL_SECONDS",
     "MAX_TEXT_BYTES",
@@ -22,6 +26,7 @@ __all__ = [
     "HistoryCapture",
     "PaneInfo",
     "ScrollBounds",
+    "StyledArchive",
     "TextCapture",
     "VTCapture",
     "Watchers",
@@ -32,6 +37,12 @@ __all__ = [
 MAX_VT_BYTES = 4 * 1024 * 1024
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_HISTORY_BYTES = 2 * 1024 * 1024
+#: Styled scrollback (Prowl's ``GhosttyMirrorPaneSource``): at most this many
+#: rows, rows × columns cells and bytes; the Mac client also refuses a
+#: ``rowOffset`` above the row limit.
+MAX_ARCHIVE_ROWS = 5_000
+MAX_ARCHIVE_CELLS = 250_000
+MAX_ARCHIVE_BYTES = 2 * 1024 * 1024
 #: How often a pane that cannot push its changes is read (Prowl's 200 ms tick).
 POLL_SECONDS = 0.2
 
@@ -47,8 +58,9 @@ class Capability:
     #: In Prowl's advertising order.
     ORDER = (HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, STYLED_SCROLLBACK, SCROLL_STATE)
     #: What a source that keeps its own screen for each pane supports (local
-    #: PTYs, tmux): history, scrolling, the scrolled viewport and its bounds.
-    OWN_SCREEN = frozenset({HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, SCROLL_STATE})
+    #: PTYs, tmux): history, scrolling, the scrolled viewport (plain and styled)
+    #: and its bounds.
+    OWN_SCREEN = frozenset({HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, STYLED_SCROLLBACK, SCROLL_STATE})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +87,26 @@ class ScrollBounds:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StyledArchive:
+    """Retained rows as VT (``viewport.styledScrollback``), for a scrolled viewport.
+
+    ``data`` replays, after Prowl's Mac client clears its replica, the rows of a
+    window of the pane's scrollback and screen, oldest first; ``row_offset`` is
+    how many of those rows lie above the top of the viewport. The Mac client
+    scrolls its replica to the top, then down by ``row_offset``.
+    """
+
+    data: bytes
+    row_offset: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.data) <= MAX_ARCHIVE_BYTES:
+            raise ValueError(f"an archive of {len(self.data)} bytes (1 … 2 MiB allowed)")
+        if not 0 <= self.row_offset <= MAX_ARCHIVE_ROWS:
+            raise ValueError(f"row offset {self.row_offset} (0 … {MAX_ARCHIVE_ROWS} allowed)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VTCapture:
     """The active screen as VT bytes, plus what opted-in clients also get."""
 
@@ -84,6 +116,8 @@ class VTCapture:
     #: The viewport as text while it is scrolled away from the bottom, else None.
     viewport_text: str | None = None
     scroll_bounds: ScrollBounds | None = None
+    #: The styled archive around that viewport, when asked for and exportable.
+    styled_scrollback: StyledArchive | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,8 +29,9 @@ __all__ = ["PaneSource"]
 class PaneSource(Protocol):
     """Panes the host can list, mirror, type into, scroll and page back through."""
 
-    #: Optional capability strings this source really implements
-    #: (``history``, ``remote-scroll``, ``viewport-text-v1``, ``scroll-state-v1``).
+    #: Optional capability strings this source really implements (``history``,
+    #: ``remote-scroll``, ``viewport-text-v1``, ``styled-scrollback-v1``,
+    #: ``scroll-state-v1``).
     capabilities: frozenset[str]
     #: True when ``watch`` reports changes; False means "poll every 200 ms".
     pushes_changes: bool
@@ -60,8 +61,13 @@ class PaneSource(Protocol):
         *,
         with_viewport_text: bool = False,
         with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,
     ) -> VTCapture | TextCapture:
         """The pane's screen now.
+
+        ``with_styled_scrollback`` (asked only together with viewport text, of
+        sources that advertise ``styled-scrollback-v1``) adds the styled archive
+        around a scrolled-back viewport to a VT capture.
 
         Raises:
             PaneNotFound: the pane is gone.

@@ -12,6 +12,15 @@ The pane list is read again (``list-panes -a``) when control mode reports a
 window or layout change, not on a timer. Input goes through ``send-keys -H``
 (raw bytes), scrolling through copy mode, history through ``capture-pane -S -``.
 A pane's grid is its real tmux size; it is never resized for a phone.
+
+While a pane is scrolled back, its viewport text is the copy-mode view, read
+with its attributes (``capture-pane -e``) when the scroll happens and put on a
+libghostty screen, so it reads the way Prowl reads rows. Its styled archive
+(``styled-scrollback-v1``) is a ``capture-pane -e`` of the window of history
+around that view, formatted by libghostty like a local pane's. tmux keeps the
+copy-mode view as it was when the scroll happened while the pane's history
+grows, so the window is found from the history size read with the capture, and
+checked against the view's text before it goes.
 """
 
 from __future__ import annotations
@@ -19,10 +28,9 @@ from __future__ import annotations
 import logging
 import subprocess
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from uuid import UUID
 
@@ -40,21 +48,28 @@ from mirror_host.panes.model import (
     VTCapture,
     Watchers,
 )
+from mirror_host.panes.styled import (
+    ArchiveCache,
+    ArchiveKey,
+    ArchiveWindow,
+    Cached,
+    plan_window,
+)
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     PANE_STATE_FORMAT,
-    BlockEnd,
-    BlockStart,
+    CommandFinished,
+    ControlParser,
     Exited,
     LayoutChanged,
-    Output,
+    OutputReceived,
     PaneRow,
     PaneState,
-    parse_line,
     parse_pane_rows,
     parse_pane_state,
 )
 from mirror_host.terminal import Screen
+from mirror_host.terminal.archive import export_archive, screen_of_rows
 
 __all__ = ["TmuxSource"]
 
@@ -78,30 +93,38 @@ class _Pane:
     seeded: trio.Event = field(default_factory=trio.Event)
     pending: list[bytes] = field(default_factory=list)
     state: PaneState | None = None
-    viewport: str | None = None  # the copy-mode view while scrolled back
+    #: The copy-mode view while scrolled back: exactly its rows, as Prowl reads them.
+    viewport: str | None = None
+    archives: ArchiveCache = field(default_factory=ArchiveCache)
+
+
+#: Blocks of a command line's reply, one tuple of lines per block.
+_Blocks = tuple[tuple[bytes, ...], ...]
 
 
 @dataclass(eq=False)
 class _PendingCommand:
-    """A command line sent to tmux, waiting for its ``%begin``/``%end`` blocks."""
+    """A command line sent to tmux, waiting for :class:`CommandFinished`."""
 
-    blocks_wanted: int
-    results: list[list[bytes]] = field(default_factory=list)
+    results: _Blocks = ()
     failed: bool = False
     done: trio.Event = field(default_factory=trio.Event)
 
 
 class _ControlClient:
-    """One ``tmux -C`` client attached to one session."""
+    """One ``tmux -C`` client attached to one session: bytes in and out.
+
+    What the lines mean (which reply belongs to which command line, what a
+    notification says) is :class:`ControlParser`'s business.
+    """
 
     def __init__(self, source: TmuxSource, session_id: str) -> None:
         self.source = source
         self.session_id = session_id
         self.process: trio.Process | None = None
         self.paused: set[str] = set()
-        self._pending: deque[_PendingCommand] = deque()
-        self._block: list[bytes] | None = None
-        self._block_ours = False
+        self._parser = ControlParser()
+        self._pending: dict[int, _PendingCommand] = {}
         self._send_lock = trio.Lock()
         self.ready = trio.Event()
         self.done = trio.Event()
@@ -142,7 +165,7 @@ class _ControlClient:
                     self._handle(line)
         finally:
             self.done.set()
-            for pending in self._pending:
+            for pending in self._pending.values():
                 pending.failed = True
                 pending.done.set()
             self._pending.clear()
@@ -153,31 +176,22 @@ class _ControlClient:
             self.source.client_gone(self)
 
     def _handle(self, line: bytes) -> None:
-        if self._block is not None and not line.startswith((b"%end ", b"%error ")):
-            self._block.append(line)
-            return
-        event = parse_line(line)
-        if isinstance(event, Output):
+        event = self._parser.feed(line)
+        if isinstance(event, OutputReceived):
             self.source.pane_output(event.pane, event.data)
-        elif isinstance(event, BlockStart):
-            self._block = []
-            self._block_ours = event.ours
-        elif isinstance(event, BlockEnd):
-            block, self._block = self._block or [], None
-            if self._block_ours and self._pending:
-                pending = self._pending[0]
-                pending.results.append(block)
-                pending.failed = pending.failed or not event.ok
-                if len(pending.results) >= pending.blocks_wanted:
-                    self._pending.popleft()
-                    pending.done.set()
+        elif isinstance(event, CommandFinished):
+            pending = self._pending.pop(event.command, None)
+            if pending is not None:
+                pending.results = event.results
+                pending.failed = not event.ok
+                pending.done.set()
         elif isinstance(event, LayoutChanged):
             self.source.request_relist()
         elif isinstance(event, Exited):
             logger.debug("tmux control client for %s exited: %s", self.session_id, event.reason)
 
-    async def command(self, line: str, *, blocks: int = 1) -> list[list[bytes]]:
-        """Run a command line (``;``-separated commands) and return each block's lines.
+    async def command(self, line: str, *, blocks: int = 1) -> _Blocks:
+        """Run a command line of ``blocks`` ``;``-separated commands; each block's lines.
 
         Raises:
             PaneSourceError: a command failed or the client is gone.
@@ -185,9 +199,10 @@ class _ControlClient:
         process = self.process
         if process is None or process.stdin is None or self.done.is_set():
             raise PaneSourceUnavailable("the tmux control client is not running")
-        pending = _PendingCommand(blocks)
+        pending = _PendingCommand()
         async with self._send_lock:
-            self._pending.append(pending)
+            # Numbered in the order the lines are written: tmux answers in that order.
+            self._pending[self._parser.expect(blocks)] = pending
             try:
                 await process.stdin.send_all(line.encode() + b"\n")
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -407,9 +422,10 @@ class TmuxSource:
         if state is None:
             raise PaneSourceError(f"could not read the state of tmux pane {target}")
         screen = Screen(max(1, state.width), max(1, state.height))
-        seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"")
+        seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"") + b"\x1b[0m"
         for index, row in enumerate(blocks[1][: state.height]):
-            seed += b"\x1b[%d;1H\x1b[0m" % (index + 1) + row
+            # No reset between rows: capture-pane -e carries attributes across them.
+            seed += b"\x1b[%d;1H" % (index + 1) + row
         seed += b"\x1b[0m" + state.seed_modes()
         screen.feed(bytes(seed))
         for data in pane.pending:
@@ -479,6 +495,7 @@ class TmuxSource:
         *,
         with_viewport_text: bool = False,
         with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,
     ) -> VTCapture | TextCapture:
         """The pane's screen from its mirror; the copy-mode view while scrolled."""
         pane = self._pane(pane_id)
@@ -486,10 +503,78 @@ class TmuxSource:
         if screen is None:
             raise PaneNotFound(f"tmux pane {pane.row.pane_id} is not being mirrored")
         bounds = self._bounds(pane, screen) if with_scroll_bounds else None
-        wanted = with_viewport_text or representation is Representation.TEXT
-        return screen.capture(
-            representation, overlay=pane.viewport if wanted else None, bounds=bounds
+        overlay = pane.viewport
+        if representation is Representation.TEXT:
+            # A text frame is the view as text, without the empty rows below it.
+            overlay = overlay.rstrip("\n") if overlay is not None else None
+        elif not with_viewport_text:
+            overlay = None
+        capture = screen.capture(representation, overlay=overlay, bounds=bounds)
+        if with_styled_scrollback and isinstance(capture, VTCapture):
+            styled = await self._styled(pane, capture)
+            if styled is not None:
+                capture = replace(
+                    capture, viewport_text=styled.viewport_text, styled_scrollback=styled.archive
+                )
+        return capture
+
+    async def _styled(self, pane: _Pane, capture: VTCapture) -> Cached | None:
+        """The archive around the copy-mode view, reused for 500 ms."""
+        state, text = pane.state, capture.viewport_text
+        if state is None or text is None or not state.in_mode or state.scroll_position == 0:
+            return None
+        top = state.history_size - state.scroll_position
+        key = ArchiveKey(capture.columns, capture.rows, top, text)
+        now = trio.current_time()
+        cached = pane.archives.lookup(key, now)
+        if cached is not None:
+            return cached
+        window = plan_window(
+            total_rows=state.history_size + state.height,
+            columns=state.width,
+            viewport_top=top,
+            viewport_rows=state.height,
         )
+        rows = None if window is None else await self._archive_rows(pane, window, state)
+        if window is None or rows is None:
+            return pane.archives.store(key, Cached(None, text), now)
+        exported = export_archive(
+            screen_of_rows(rows, state.width),
+            ArchiveWindow(0, len(rows), window.row_offset),
+            rows=state.height,
+            viewport_text=text,
+            frame=capture.data,
+        )
+        return pane.archives.store(key, exported, now)
+
+    async def _archive_rows(
+        self, pane: _Pane, window: ArchiveWindow, state: PaneState
+    ) -> list[bytes] | None:
+        """Rows ``window`` of the history the scroll saw, with their attributes.
+
+        Output since the scroll lengthened the live history under the frozen
+        copy-mode view: the same rows now sit that much further up. The
+        history size is read in the same tmux command as the rows, so a
+        mismatch is seen and the capture made once more from the new size.
+        """
+        target = pane.row.pane_id
+        history = state.history_size
+        for _ in range(2):
+            output = await self._tmux(
+                "display-message", "-p", "-t", target, "#{history_size}", ";",
+                "capture-pane", "-p", "-e", "-t", target,
+                "-S", str(window.start - history), "-E", str(window.stop - 1 - history),
+            )  # fmt: skip
+            first, _, rest = output.partition("\n")
+            try:
+                now_history = int(first)
+            except ValueError:
+                return None
+            if now_history == history:
+                rows = rest.split("\n")[: window.rows]
+                return [row.encode() for row in rows] if len(rows) == window.rows else None
+            history = now_history
+        return None
 
     def _bounds(self, pane: _Pane, screen: Screen) -> ScrollBounds:
         state = pane.state
@@ -542,9 +627,11 @@ class TmuxSource:
         top = -state.scroll_position
         bottom = top + state.height - 1
         text = await self._tmux(
-            "capture-pane", "-p", "-t", target, "-S", str(top), "-E", str(bottom)
+            "capture-pane", "-p", "-e", "-t", target, "-S", str(top), "-E", str(bottom)
         )
-        pane.viewport = text.rstrip("\n")
+        rows = [row.encode() for row in text.split("\n")[: state.height]]
+        rows += [b""] * (state.height - len(rows))
+        pane.viewport = screen_of_rows(rows, max(1, state.width)).viewport_overlay()
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """``capture-pane -J -S -``: all of tmux's history and the screen, styles stripped."""

@@ -6,10 +6,21 @@ Control mode (``tmux -C``) writes one line per notification. The ones we read:
   and ``\\`` escaped as three octal digits (tmux's ``control.c`` escapes exactly
   those);
 * ``%begin <time> <number> <flags>`` … ``%end``/``%error`` with the same time and
-  number: the output of a command (flags 1 = one we sent);
+  number: the output of a command (flags 1 = one this client sent). tmux does
+  **not** escape the lines between them (``display -p '%end …'`` prints that
+  line as it is), so only the guard with the ``%begin``'s time and number ends a
+  block;
 * ``%window-add``, ``%window-close``, ``%layout-change`` and friends: the pane
   set or layout changed, so the pane list must be read again;
 * ``%exit``: the client is detached (its session is gone).
+
+:class:`ControlParser` turns the line stream into events: pane output, layout
+changes, exit, and the replies to the command lines we sent. How many blocks a
+command line yields (tmux 3.3a, checked against a real server): one per command
+when every command succeeds; when one fails, its ``%error`` block is the last,
+because tmux drops the rest of the line; a line that does not parse yields a
+single ``%error`` block. Blocks without flag 1 (the attach itself, hooks) belong
+to nobody we wait for.
 
 ``list-panes -F`` output is parsed from fields joined by a separator that cannot
 appear in tmux names (a unit separator, 0x1F).
@@ -17,7 +28,8 @@ appear in tmux names (a unit separator, 0x1F).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 __all__ = [
     "LIST_FORMAT",
@@ -25,10 +37,14 @@ __all__ = [
     "SEPARATOR",
     "BlockEnd",
     "BlockStart",
+    "CommandFinished",
+    "ControlEvent",
+    "ControlParser",
     "Exited",
     "LayoutChanged",
     "Notification",
     "Output",
+    "OutputReceived",
     "PaneRow",
     "PaneState",
     "Paused",
@@ -82,14 +98,16 @@ class Output:
 class BlockStart:
     """``%begin``: a command's output follows."""
 
+    time: int
     number: int
     ours: bool
 
 
 @dataclass(frozen=True, slots=True)
 class BlockEnd:
-    """``%end`` or ``%error`` for the block with this number."""
+    """``%end`` or ``%error`` for the block with this time and number."""
 
+    time: int
     number: int
     ok: bool
 
@@ -153,13 +171,13 @@ def parse_line(line: bytes) -> Notification:
     if head in (b"%begin", b"%end", b"%error"):
         parts = rest.split(b" ")
         try:
-            number = int(parts[1])
+            time, number = int(parts[0]), int(parts[1])
             flags = int(parts[2]) if len(parts) > 2 else 0
         except (IndexError, ValueError):
             return Unknown(line)
         if head == b"%begin":
-            return BlockStart(number, bool(flags & 1))
-        return BlockEnd(number, head == b"%end")
+            return BlockStart(time, number, bool(flags & 1))
+        return BlockEnd(time, number, head == b"%end")
     if head in _RELIST:
         return LayoutChanged(head.decode()[1:])
     if head in (b"%pause", b"%continue"):
@@ -167,6 +185,116 @@ def parse_line(line: bytes) -> Notification:
     if head == b"%exit":
         return Exited(rest.decode("utf-8", "replace"))
     return Unknown(line)
+
+
+# ---------------------------------------------------------------- the parser
+
+
+@dataclass(frozen=True, slots=True)
+class OutputReceived:
+    """A pane's program wrote ``data`` (already unescaped)."""
+
+    pane: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CommandFinished:
+    """The command line :meth:`ControlParser.expect` numbered ``command`` is answered.
+
+    ``results`` holds each block's lines in order; after a failure there may be
+    fewer blocks than commands (tmux skips the rest of a failed line).
+    """
+
+    command: int
+    results: tuple[tuple[bytes, ...], ...]
+    ok: bool
+
+
+#: What :meth:`ControlParser.feed` reports.
+ControlEvent = OutputReceived | CommandFinished | LayoutChanged | Paused | Exited
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A command line sent to tmux, collecting its blocks."""
+
+    command: int
+    blocks: int
+    results: list[tuple[bytes, ...]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Block:
+    """The block being read: its guard, whose it is and its lines so far."""
+
+    time: int
+    number: int
+    ours: bool
+    lines: list[bytes] = field(default_factory=list)
+
+
+class ControlParser:
+    """The control-mode line stream as events; replies matched to command lines.
+
+    Call :meth:`expect` for each command line, in the order the lines are
+    written to tmux, then :meth:`feed` every line tmux prints. Replies come back
+    in the order the lines were sent, so the oldest waiting line owns the next
+    block that carries flag 1.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[_Waiting] = deque()
+        self._block: _Block | None = None
+        self._next_command = 1
+
+    def expect(self, blocks: int) -> int:
+        """A command line of ``blocks`` commands is being sent; returns its number."""
+        if blocks < 1:
+            raise ValueError("a command line yields at least one block")
+        command = self._next_command
+        self._next_command += 1
+        self._waiting.append(_Waiting(command, blocks))
+        return command
+
+    @property
+    def waiting(self) -> tuple[int, ...]:
+        """Numbers of the command lines still waiting for their reply, oldest first."""
+        return tuple(waiting.command for waiting in self._waiting)
+
+    def feed(self, line: bytes) -> ControlEvent | None:
+        """One line (without its newline); the event it completes, if any."""
+        block = self._block
+        if block is not None:
+            if line.startswith((b"%end ", b"%error ")):
+                end = parse_line(line)
+                if isinstance(end, BlockEnd) and (end.time, end.number) == (
+                    block.time,
+                    block.number,
+                ):
+                    self._block = None
+                    return self._finish(block, ok=end.ok)
+            block.lines.append(line)  # command output, even when it looks like a guard
+            return None
+        event = parse_line(line)
+        if isinstance(event, BlockStart):
+            self._block = _Block(event.time, event.number, event.ours)
+            return None
+        if isinstance(event, Output):
+            return OutputReceived(event.pane, event.data)
+        if isinstance(event, LayoutChanged | Paused | Exited):
+            return event
+        return None  # a stray guard, or a notification we do not follow
+
+    def _finish(self, block: _Block, *, ok: bool) -> CommandFinished | None:
+        if not block.ours or not self._waiting:
+            return None  # another client's command, the attach itself, or a hook
+        waiting = self._waiting[0]
+        waiting.results.append(tuple(block.lines))
+        if ok and len(waiting.results) < waiting.blocks:
+            return None
+        self._waiting.popleft()
+        return CommandFinished(waiting.command, tuple(waiting.results), ok)
 
 
 @dataclass(frozen=True, slots=True)

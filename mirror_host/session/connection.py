@@ -85,6 +85,7 @@ from mirror_host.control import (
     Scroll,
     ScrollResult,
     ScrollState,
+    StyledScrollback,
     Subscribe,
     Subscribed,
     Viewport,
@@ -409,7 +410,8 @@ class Session:
     def offer_frame(self, capture: Capture, now: float) -> int | None:
         """Send ``capture`` if the gate allows it; return its sequence or ``None``.
 
-        Sends, in order: ``viewport`` (opted-in VT leases), ``scrollState``
+        Sends, in order: ``viewport`` (opted-in VT leases; with the styled
+        archive for leases that also opted into that), ``scrollState``
         (opted-in leases), the frame, then ``scrollResult`` when this frame
         completes a pending scroll.
         """
@@ -420,7 +422,10 @@ class Session:
         if not may_send:
             return None
         key = frame_key(
-            capture, with_viewport=lease.wants_viewport_text, with_bounds=lease.wants_scroll_state
+            capture,
+            with_viewport=lease.wants_viewport_text,
+            with_bounds=lease.wants_scroll_state,
+            with_styled=lease.wants_styled_scrollback,
         )
         if not lease.gate.would_send(key, force=force):
             return None
@@ -450,8 +455,16 @@ class Session:
             return None
         lease.gate.commit(key)
         if lease.wants_viewport_text and isinstance(capture, VTCapture):
+            archive, styled = capture.styled_scrollback, None
+            if archive is not None and lease.wants_styled_scrollback:
+                styled = StyledScrollback(data=archive.data, row_offset=archive.row_offset)
             self._queue(
-                Viewport(text=capture.viewport_text, sequence=sequence, subscription_id=sub)
+                Viewport(
+                    styled_scrollback=styled,
+                    text=capture.viewport_text,
+                    sequence=sequence,
+                    subscription_id=sub,
+                )
             )
         if lease.wants_scroll_state:
             bounds = capture.scroll_bounds or ScrollBounds()

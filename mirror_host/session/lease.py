@@ -210,12 +210,15 @@ class ScrollTracker:
         )
 
 
-def frame_key(capture: Capture, *, with_viewport: bool, with_bounds: bool) -> object:
+def frame_key(
+    capture: Capture, *, with_viewport: bool, with_bounds: bool, with_styled: bool = False
+) -> object:
     """What the gate compares: only the parts this subscriber opted into."""
     bounds: ScrollBounds | None = capture.scroll_bounds if with_bounds else None
     if isinstance(capture, VTCapture):
         viewport = capture.viewport_text if with_viewport else None
-        return ("vt", capture.columns, capture.rows, capture.data, viewport, bounds)
+        styled = capture.styled_scrollback if with_styled else None
+        return ("vt", capture.columns, capture.rows, capture.data, viewport, bounds, styled)
     return ("text", capture.columns, capture.rows, capture.truncated, capture.text, bounds)
 
 
@@ -231,12 +234,15 @@ class Lease:
         wants_viewport_text: bool,
         wants_scroll_state: bool,
         can_scroll: bool,
+        wants_styled_scrollback: bool = False,
     ) -> None:
         self.subscription_id = subscription_id
         self.pane_id = pane_id
         self.representation = representation
         self.wants_viewport_text = wants_viewport_text
         self.wants_scroll_state = wants_scroll_state
+        #: Only together with viewport text (so only on ``vt-v1``).
+        self.wants_styled_scrollback = wants_styled_scrollback and wants_viewport_text
         self.gate = FrameGate()
         self.scroll = ScrollTracker(can_scroll=can_scroll)
 
@@ -247,17 +253,24 @@ class Lease:
         """The lease a ``subscribe`` gets, given what the host advertises.
 
         Opt-ins the host does not support are ignored (protocol.md §4.3):
-        viewport text only for ``vt-v1``, scroll state for both representations.
+        viewport text only for ``vt-v1``, styled scrollback only with viewport
+        text, scroll state for both representations.
         """
         is_vt = request.representation is Representation.VT
+        wants_viewport_text = (
+            bool(request.include_viewport_text)
+            and is_vt
+            and Capability.VIEWPORT_TEXT in capabilities
+        )
         return cls(
             subscription_id=subscription_id,
             pane_id=request.pane_id,
             representation=request.representation,
-            wants_viewport_text=bool(request.include_viewport_text)
-            and is_vt
-            and Capability.VIEWPORT_TEXT in capabilities,
+            wants_viewport_text=wants_viewport_text,
             wants_scroll_state=bool(request.include_scroll_state)
             and Capability.SCROLL_STATE in capabilities,
             can_scroll=Capability.REMOTE_SCROLL in capabilities,
+            wants_styled_scrollback=wants_viewport_text
+            and bool(request.include_styled_scrollback)
+            and Capability.STYLED_SCROLLBACK in capabilities,
         )

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from mirror_host.terminal.screen import Screen
+from mirror_host.terminal.screen import Cell, Screen
 
-__all__ = ["Screen"]
+__all__ = ["Cell", "Screen"]

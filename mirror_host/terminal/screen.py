@@ -8,7 +8,10 @@ built here have the structure Prowl's Mac client is written for. A
   ``unwrap=false, trim=false``, SGR styles, every non-default mode, keyboard
   modes, the cursor position and pen, and kitty keyboard flags; no scrollback and
   no RIS (the client resets its replica before replaying);
-* the **viewport text**: the rows currently in view joined by ``\\n``;
+* the **viewport text**: the rows currently in view joined by ``\\n``, and the
+  **viewport overlay**: the same rows read one by one the way Prowl reads them
+  (``viewport-text-v1``);
+* a **styled archive**: retained rows as VT, for ``styled-scrollback-v1``;
 * the **history text**: scrollback plus screen, soft wraps joined;
 * viewport scrolling and **scroll bounds**, known only where native scrollback
   makes them certain.
@@ -27,11 +30,20 @@ from pyghostty.core import init_sized
 
 from mirror_host.control import Representation
 from mirror_host.errors import GhosttyFailure
-from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
+from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
 
-__all__ = ["DEFAULT_SCROLLBACK_LINES", "Screen"]
+__all__ = ["DEFAULT_SCROLLBACK_BYTES", "DEFAULT_SCROLLBACK_LINES", "Cell", "Screen"]
 
+#: Scrollback kept per screen: at most this many lines …
 DEFAULT_SCROLLBACK_LINES = 10_000
+#: … and at most this much memory (Ghostty's own default ``scrollback-limit``),
+#: so a very wide pane keeps fewer lines instead of tens of megabytes. Both are
+#: set: libghostty otherwise caps the bytes at 10,000, about 1,100 rows of 80
+#: columns, whatever the line limit says.
+DEFAULT_SCROLLBACK_BYTES = 10_000_000
+
+#: One cell for fidelity checks: its text and its style's fields, sorted.
+Cell = tuple[str, tuple[tuple[str, object], ...]]
 
 # libghostty takes its scroll request as a tagged union passed by value, which
 # cffi's ABI mode cannot pass; a struct of the same size and alignment has the
@@ -57,6 +69,23 @@ def _check(result: int, what: str) -> None:
         raise GhosttyFailure(f"{what} failed ({result})")
 
 
+def _content_background(ref: Any) -> tuple[str, object] | None:
+    """The colour of a cell that holds only a background, as a style colour."""
+    cell = ffi.new("GhosttyCell*")
+    _check(lib.ghostty_grid_ref_cell(ref, cell), "cell")
+    tag = ffi.new("GhosttyCellContentTag*")
+    _check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_CONTENT_TAG, tag), "cell tag")
+    if tag[0] == lib.GHOSTTY_CELL_CONTENT_BG_COLOR_PALETTE:
+        index = ffi.new("GhosttyColorPaletteIndex*")
+        _check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_COLOR_PALETTE, index), "cell bg")
+        return ("palette", int(index[0]))
+    if tag[0] == lib.GHOSTTY_CELL_CONTENT_BG_COLOR_RGB:
+        rgb = ffi.new("GhosttyColorRgb*")
+        _check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_COLOR_RGB, rgb), "cell bg")
+        return ("rgb", (int(rgb.r), int(rgb.g), int(rgb.b)))
+    return None
+
+
 class Screen:
     """One emulated terminal. Not thread-safe; use from one task."""
 
@@ -66,10 +95,19 @@ class Screen:
         rows: int,
         *,
         scrollback_lines: int = DEFAULT_SCROLLBACK_LINES,
+        scrollback_bytes: int = DEFAULT_SCROLLBACK_BYTES,
         on_reply: Callable[[bytes], None] | None = None,
     ) -> None:
         self._terminal = Terminal(cols=columns, rows=rows, scrollback=scrollback_lines)
         self._handle: Any = self._terminal._t[0]
+        _check(
+            lib.ghostty_terminal_set(
+                self._handle,
+                lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES,
+                ffi.new("size_t*", scrollback_bytes),
+            ),
+            "set scrollback bytes",
+        )
         self._buffer = ffi.new("uint8_t[]", 64 * 1024)
         self._written = ffi.new("size_t*")
         if on_reply is not None:
@@ -127,7 +165,9 @@ class Screen:
         title: str = ffi.buffer(text.ptr, text.len)[:].decode("utf-8", "replace")
         return title
 
-    def _scrollbar(self) -> tuple[int, int, int]:
+    @property
+    def scrollbar(self) -> tuple[int, int, int]:
+        """``(total rows, viewport top, viewport rows)``; rows count from the oldest one."""
         bar = ffi.new("GhosttyTerminalScrollbar*")
         _check(
             lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBAR, bar),
@@ -138,7 +178,7 @@ class Screen:
     @property
     def is_scrolled_back(self) -> bool:
         """True when the viewport is away from the live bottom."""
-        total, offset, length = self._scrollbar()
+        total, offset, length = self.scrollbar
         return offset + length < total
 
     def scroll_bounds(self) -> ScrollBounds:
@@ -149,7 +189,7 @@ class Screen:
         """
         if self.on_alternate_screen or self.mouse_captured:
             return ScrollBounds()
-        total, offset, length = self._scrollbar()
+        total, offset, length = self.scrollbar
         return ScrollBounds(at_top=offset == 0, at_bottom=offset + length >= total)
 
     # ------------------------------------------------------------ viewport
@@ -165,6 +205,12 @@ class Screen:
         """Return the viewport to the live screen (the fake Herdr's ``pane.scroll 0``)."""
         request = ffi.new("MirrorHostScrollViewport*")
         request.tag = lib.GHOSTTY_SCROLL_VIEWPORT_BOTTOM
+        _scroll_viewport(self._handle, request[0])
+
+    def scroll_to_top(self) -> None:
+        """Move the viewport to the oldest retained row."""
+        request = ffi.new("MirrorHostScrollViewport*")
+        request.tag = lib.GHOSTTY_SCROLL_VIEWPORT_TOP
         _scroll_viewport(self._handle, request[0])
 
     # ------------------------------------------------------------ output
@@ -226,6 +272,44 @@ class Screen:
         """The rows in view, one per line (wrapping kept), trailing blanks trimmed."""
         return self._plain(self._selection("viewport"), unwrap=False)
 
+    def viewport_overlay(self) -> str:
+        """The rows in view as Prowl's host and Mac client read them for ``viewport.text``.
+
+        Prowl reads each viewport row on its own (a rectangle, untrimmed) and
+        joins exactly ``rows`` of them with ``\\n``; the Mac client compares that
+        with its replica before showing a styled archive. One untrimmed,
+        unwrapped read of the viewport gives the same rows, except that it
+        leaves out trailing empty rows, which are put back here.
+        """
+        options = init_sized("GhosttyFormatterTerminalOptions")
+        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
+        options.unwrap = False
+        options.trim = False
+        selection = self._selection("viewport")
+        options.selection = selection
+        lines = self._format(options).decode("utf-8", "replace").split("\n")
+        _, rows = self.size
+        return "\n".join(lines + [""] * (rows - len(lines)))
+
+    def archive(self, start: int, stop: int) -> bytes:
+        """Rows ``start`` … ``stop - 1`` of scrollback and screen (0 = oldest) as VT.
+
+        This is what Prowl exports for styled scrollback (Ghostty's
+        ``write_screen_file`` VT format): SGR-styled text, soft-wrapped rows
+        joined so they wrap again on a replica of the same width, cells not
+        trimmed, trailing empty rows left out; no modes, no cursor.
+        """
+        columns, _ = self.size
+        selection = init_sized("GhosttySelection")
+        selection.start = self._terminal.ref(0, start, "screen")[0]
+        selection.end = self._terminal.ref(columns - 1, stop - 1, "screen")[0]
+        options = init_sized("GhosttyFormatterTerminalOptions")
+        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT
+        options.unwrap = True
+        options.trim = False
+        options.selection = selection
+        return self._format(options)
+
     def active_text(self) -> str:
         """The live screen as plain text, one row per line."""
         return self._plain(self._selection("active"), unwrap=False)
@@ -245,12 +329,14 @@ class Screen:
         *,
         overlay: str | None = None,
         bounds: ScrollBounds | None = None,
+        styled: StyledArchive | None = None,
     ) -> VTCapture | TextCapture:
         """This screen as a pane capture.
 
         ``overlay`` is the text of a viewport scrolled away from the live screen
         (the source knows where that is): phones get it instead of the viewport,
-        and a ``vt-v1`` capture carries it as its viewport text.
+        and a ``vt-v1`` capture carries it as its viewport text, with ``styled``
+        as its styled archive.
         """
         columns, rows = self.size
         if representation is Representation.TEXT:
@@ -262,22 +348,31 @@ class Screen:
             data=self.vt_frame(),
             viewport_text=overlay,
             scroll_bounds=bounds,
+            styled_scrollback=styled,
         )
 
-    def cell(self, x: int, y: int) -> tuple[str, tuple[tuple[str, object], ...]]:
-        """The text and style of one cell of the active area (for fidelity checks)."""
-        ref = self._terminal.ref(x, y)
+    def cell(self, x: int, y: int, *, area: str = "active") -> Cell:
+        """The text and visible style of one cell (for fidelity checks).
+
+        ``area`` is ``active``, ``viewport`` or ``screen``. A cell erased with a
+        background colour holds that colour instead of a style; it is reported
+        as the style's ``bg``, since that is what shows.
+        """
+        ref = self._terminal.ref(x, y, area)
         codepoints = ffi.new("uint32_t[16]")
         count = ffi.new("size_t*")
         result = lib.ghostty_grid_ref_graphemes(ref, codepoints, 16, count)
         text = "" if result != 0 else "".join(chr(codepoints[i]) for i in range(count[0]))
-        style = self._terminal.style(x, y)
+        style: dict[str, object] = self._terminal.style(x, y, area)
+        background = _content_background(ref)
+        if background is not None:
+            style["bg"] = background
         return text, tuple(sorted(style.items()))
 
-    def cells(self) -> list[list[tuple[str, tuple[tuple[str, object], ...]]]]:
-        """Every cell of the active area, row by row."""
+    def cells(self, *, area: str = "active") -> list[list[Cell]]:
+        """Every cell of the active area (or the viewport), row by row."""
         columns, rows = self.size
-        return [[self.cell(x, y) for x in range(columns)] for y in range(rows)]
+        return [[self.cell(x, y, area=area) for x in range(columns)] for y in range(rows)]
 
     def close(self) -> None:
         """Free the native terminal now."""

@@ -769,7 +769,7 @@ def _format(
 
 def _scrollbar(screen: Screen) -> tuple[int, int, int]:
     """``(total rows, viewport top, viewport rows)``."""
-    total, offset, length = screen._scrollbar()
+    total, offset, length = screen.scrollbar
     return total, offset, length
 
 

@@ -52,7 +52,9 @@ class MemorySource:
     to an exception it raises (after its delay).
     """
 
-    capabilities = Capability.OWN_SCREEN
+    capabilities = frozenset(
+        {Capability.HISTORY, Capability.REMOTE_SCROLL, Capability.SCROLL_STATE}
+    )
     pushes_changes = True
 
     def __init__(self) -> None:
@@ -117,6 +119,7 @@ class MemorySource:
         *,
         with_viewport_text: bool = False,
         with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,  # not advertised: never asked
     ) -> VTCapture | TextCapture:
         pane = self.panes.get(pane_id)
         first = pane is not None and pane.captures == 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from uuid import UUID
 
 import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient
+from mirror_host.panes.model import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_ROWS, StyledArchive
+from mirror_host.terminal import Screen
+from mirror_host.terminal.archive import present
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 Frame = VTFramePacket | TextFramePacket
@@ -95,3 +99,46 @@ async def messages_within(client: MirrorClient, sub: UUID, seconds: float) -> li
             else:
                 seen.append(item)
     return seen
+
+
+async def scroll_until_result(
+    client: MirrorClient, sub: UUID, direction: c.ScrollDirection, *, timeout: float = 10
+) -> list[object]:
+    """Scroll once; everything received up to its ``scrollResult``, frames acknowledged."""
+    request = uuid.uuid4()
+    await client.send(c.Scroll(request_id=request, direction=direction, subscription_id=sub))
+    seen: list[object] = []
+    with trio.fail_after(timeout):
+        while not (seen and isinstance(seen[-1], c.ScrollResult)):
+            item = await client.receive()
+            seen.append(item)
+            if isinstance(item, VTFramePacket):
+                await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+    return seen
+
+
+def styled_view(viewport: c.Viewport, frame: VTFramePacket) -> Screen:
+    """The replica Prowl's Mac client shows for a viewport with a styled archive.
+
+    Checks what the Mac client checks: the archive's limits, and that the
+    replica presents exactly ``viewport.text`` (else it would fall back to it).
+    """
+    styled = viewport.styled_scrollback
+    assert styled is not None and viewport.text is not None
+    assert 1 <= len(styled.data) <= MAX_ARCHIVE_BYTES
+    assert 0 <= styled.row_offset <= MAX_ARCHIVE_ROWS
+    archive = StyledArchive(data=styled.data, row_offset=styled.row_offset)
+    replica = present(archive, columns=frame.columns, rows=frame.rows, frame=frame.data)
+    assert replica.viewport_overlay() == viewport.text
+    return replica
+
+
+def row_styles(replica: Screen, needle: str) -> dict[str, dict[str, object]]:
+    """For the first viewport row containing ``needle``: each word's first cell's style."""
+    rows = replica.viewport_overlay().split("\n")
+    y = next(index for index, row in enumerate(rows) if needle in row)
+    styles: dict[str, dict[str, object]] = {}
+    for word in rows[y].split():
+        x = rows[y].index(word)
+        styles.setdefault(word, dict(replica.cell(x, y, area="viewport")[1]))
+    return styles

@@ -18,7 +18,10 @@ from tests.integration.mirror_helpers import (
     frame_text,
     list_panes,
     next_frame,
+    row_styles,
+    scroll_until_result,
     settle,
+    styled_view,
     subscribe,
 )
 
@@ -35,7 +38,7 @@ async def test_list_advertises_exactly_what_is_implemented(state_dir: Path) -> N
             panes = await list_panes(client)
     assert panes.capabilities == (
         "vt-v1", "text-v1", "takeover", "refresh",
-        "history", "remote-scroll", "viewport-text-v1", "scroll-state-v1",
+        "history", "remote-scroll", "viewport-text-v1", "styled-scrollback-v1", "scroll-state-v1",
     )  # fmt: skip
     assert sorted(p.title for p in panes.panes) == ["cat", "sleep 60"]
     assert all(not p.busy for p in panes.panes)
@@ -267,6 +270,62 @@ async def test_scroll_duplicate_and_concurrent_requests(state_dir: Path) -> None
             assert again == result
             with pytest.raises(trio.TooSlowError):
                 await client.receive(timeout=0.6)
+
+
+#: 300 lines: a red number, a bold underlined word, a green one.
+COLOURED = (
+    "for i in $(seq 1 300); do "
+    "printf '\\033[31mred%d\\033[0m \\033[1;4mbold%d\\033[0m \\033[38;5;40mgreen\\033[0m\\n' $i $i; "
+    "done; exec sleep 60"
+)
+
+
+async def test_a_mac_client_scrolled_back_sees_the_colours(state_dir: Path) -> None:
+    source = LocalSource([COLOURED], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(
+                client,
+                pane.id,
+                include_viewport_text=True,
+                include_styled_scrollback=True,
+                include_scroll_state=True,
+            )
+            await frame_containing(client, sub, "red300")
+            await settle(client, sub)
+            seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
+            viewport, state, frame, result = seen[-4:]
+            assert isinstance(viewport, c.Viewport) and isinstance(frame, VTFramePacket)
+            assert isinstance(state, c.ScrollState) and isinstance(result, c.ScrollResult)
+            assert viewport.sequence == state.sequence == frame.sequence == result.sequence
+            replica = styled_view(viewport, frame)
+            assert viewport.text is not None and "red280" in viewport.text
+            assert "red300" not in viewport.text
+            styles = row_styles(replica, "red280")
+            assert styles["red280"]["fg"] == ("palette", 1)
+            assert styles["bold280"]["bold"] and styles["bold280"]["underline"] == 1
+            assert styles["green"]["fg"] == ("palette", 40)
+            # Back at the bottom the frame is the view again: no text, no archive.
+            seen = await scroll_until_result(client, sub, c.ScrollDirection.DOWN)
+            viewport = next(x for x in reversed(seen) if isinstance(x, c.Viewport))
+            assert viewport.text is None and viewport.styled_scrollback is None
+
+
+async def test_no_archive_without_both_opt_ins(state_dir: Path) -> None:
+    source = LocalSource([COLOURED], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_viewport_text=True)
+            await frame_containing(client, sub, "red300")
+            await settle(client, sub)
+            seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
+            viewport = next(x for x in reversed(seen) if isinstance(x, c.Viewport))
+            assert viewport.text is not None and "red280" in viewport.text
+            assert viewport.styled_scrollback is None
 
 
 async def test_history_pages_are_contiguous(state_dir: Path) -> None:

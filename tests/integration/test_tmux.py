@@ -17,6 +17,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
+from mirror_host.errors import PaneSourceError
 from mirror_host.host.server import Host
 from mirror_host.panes.tmux import TmuxSource
 from mirror_host.terminal import Screen
@@ -26,8 +27,12 @@ from tests.integration.mirror_helpers import (
     frame_containing,
     frame_text,
     list_panes,
+    messages_within,
     next_frame,
+    row_styles,
+    scroll_until_result,
     settle,
+    styled_view,
     subscribe,
 )
 
@@ -190,6 +195,28 @@ async def test_full_screen_program_streamed_and_seeded(
         tmux_server.tmux("send-keys", "-t", target, ":qa!", "Enter")
 
 
+async def test_a_seeded_screen_keeps_colours_that_run_across_rows(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    # capture-pane -e states an attribute where it changes, so "red2" carries
+    # no colour of its own: the seed must not reset the pen between rows.
+    target = tmux_server.pane_ids()[0]
+    tmux_server.tmux(
+        "send-keys", "-t", target, "clear; printf '\\033[31mred1\\nred2\\033[0m plain\\n'", "Enter"
+    )
+    async with tmux_host(state_dir, tmux_server) as (_host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        sub = await subscribe(client, pane.id)
+        frame = await frame_containing(client, sub, "plain")
+        assert isinstance(frame, VTFramePacket)
+        replica = Screen(frame.columns, frame.rows)
+        replica.feed(b"\x1bc" + frame.data)
+        rows = replica.active_text().split("\n")
+        y = next(i for i, row in enumerate(rows) if row.startswith("red2"))
+        assert dict(replica.cell(0, y)[1])["fg"] == ("palette", 1)
+        assert dict(replica.cell(5, y)[1])["fg"] is None  # "plain"
+
+
 async def test_pane_closing_and_new_window_without_polling(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
@@ -246,6 +273,96 @@ async def test_history_and_scroll(state_dir: Path, tmux_server: TmuxServer) -> N
         await client.send(c.Input(data=b"echo back-at-the-prompt\r", subscription_id=sub))
         frame = await frame_containing(client, sub, "back-at-the-prompt")
         assert "back-at-the-prompt" in frame_text(frame)
+
+
+COLOURED = (
+    "clear; for i in $(seq 1 500); do "
+    "printf '\\033[31mred%d\\033[0m \\033[1;4mbold%d\\033[0m \\033[38;5;40mgreen\\033[0m\\n' $i $i; "
+    "done"
+)
+
+
+async def test_a_mac_client_scrolled_back_in_tmux_sees_the_colours(
+    state_dir: Path, tmux_server: TmuxServer
+) -> None:
+    target = tmux_server.pane_ids()[0]
+    tmux_server.tmux("send-keys", "-t", target, COLOURED, "Enter")
+    async with tmux_host(state_dir, tmux_server) as (_host, client, _source):
+        pane = (await list_panes(client)).panes[0]
+        assert "styled-scrollback-v1" in (await list_panes(client)).capabilities
+        sub = await subscribe(
+            client,
+            pane.id,
+            include_viewport_text=True,
+            include_styled_scrollback=True,
+            include_scroll_state=True,
+        )
+        await frame_containing(client, sub, "red500")
+        await settle(client, sub)
+        seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
+        viewport, state, frame, result = seen[-4:]
+        assert isinstance(viewport, c.Viewport) and isinstance(frame, VTFramePacket)
+        assert isinstance(state, c.ScrollState) and isinstance(result, c.ScrollResult)
+        replica = styled_view(viewport, frame)
+        assert viewport.text is not None and "red480" in viewport.text
+        assert "red500" not in viewport.text
+        styles = row_styles(replica, "red480")
+        assert styles["red480"]["fg"] == ("palette", 1)
+        assert styles["bold480"]["bold"] and styles["bold480"]["underline"] == 1
+        assert styles["green"]["fg"] == ("palette", 40)
+
+        # Output while scrolled back: tmux keeps the copy-mode view, the history
+        # grows under it, and the archive still presents that same view.
+        tty = tmux_server.tmux("display-message", "-p", "-t", target, "#{pane_tty}").strip()
+        await trio.sleep(0.6)  # past the archive's 500 ms: the next frame exports it again
+        with open(tty, "wb") as terminal:
+            terminal.write(b"".join(b"\x1b[33mlate%d\x1b[0m\r\n" % i for i in range(30)))
+        later = [
+            m
+            for m in await messages_within(client, sub, 1.5)
+            if isinstance(m, c.Viewport) and m.styled_scrollback is not None
+        ]
+        assert later and later[-1].text == viewport.text
+        # Rows below the view changed (the prompt row took the output) …
+        assert later[-1].styled_scrollback != viewport.styled_scrollback
+        # … while the view presents as before.
+        await client.send(c.Refresh(subscription_id=sub))
+        last_viewport, last_frame = await viewport_and_frame(client, sub)
+        assert last_viewport.text == viewport.text
+        assert row_styles(styled_view(last_viewport, last_frame), "red480") == styles
+
+
+async def viewport_and_frame(
+    client: MirrorClient, sub: uuid.UUID
+) -> tuple[c.Viewport, VTFramePacket]:
+    """The next viewport and the frame it goes with (acknowledged)."""
+    viewport: c.Viewport | None = None
+    with trio.fail_after(10):
+        while True:
+            item = await client.receive()
+            if isinstance(item, c.Viewport):
+                viewport = item
+            elif isinstance(item, VTFramePacket):
+                await client.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+                assert viewport is not None and viewport.sequence == item.sequence
+                return viewport, item
+
+
+async def test_control_replies_belong_to_their_command_lines(tmux_server: TmuxServer) -> None:
+    # tmux drops the rest of a line after a failing command, and prints command
+    # output unescaped: neither may hand one line's reply to the next line.
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(10):
+            await source.wait_listed()
+            (client,) = source._clients.values()
+            with pytest.raises(PaneSourceError, match="can't find pane"):
+                await client.command("display -p a ; kill-pane -t %999 ; display -p b", blocks=3)
+            # display-message expands strftime escapes, so '%%' prints one '%'.
+            replies = await client.command("display -p '%%end 1 2 1' ; display -p after", blocks=2)
+        assert replies == ((b"%end 1 2 1",), (b"after",))
+        nursery.cancel_scope.cancel()
 
 
 async def test_no_server_or_no_tmux_is_reported_and_retried(

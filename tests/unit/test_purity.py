@@ -27,6 +27,7 @@ PURE_MODULES = [
     "mirror_host.panes.source",
     "mirror_host.panes.lines",
     "mirror_host.panes.tmux_protocol",
+    "mirror_host.panes.styled",
     "mirror_host.panes.herdr.protocol",
     "mirror_host.commands.receipts",
     "mirror_host.commands.responses",

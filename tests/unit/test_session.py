@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror_host import control as c
-from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
+from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.session.connection import (
     HISTORY_UNAVAILABLE,
     MAX_OUTBOUND_BYTES,
@@ -48,7 +48,9 @@ HOST = UUID("00000000-0000-0000-0000-0000000000AA")
 DEVICE = UUID("00000000-0000-0000-0000-0000000000D1")
 PANE = UUID("00000000-0000-0000-0000-0000000000B1")
 RUN = UUID("00000000-0000-0000-0000-0000000000C1")
-ALL_CAPS = frozenset({"history", "remote-scroll", "viewport-text-v1", "scroll-state-v1"})
+ALL_CAPS = frozenset(
+    {"history", "remote-scroll", "viewport-text-v1", "styled-scrollback-v1", "scroll-state-v1"}
+)
 
 
 def packet(message: c.ControlMessage) -> bytes:
@@ -91,6 +93,7 @@ def subscribed(
     caps: frozenset[str] = ALL_CAPS,
     viewport: bool | None = None,
     scroll_state: bool | None = None,
+    styled: bool | None = None,
 ) -> tuple[Session, UUID]:
     session = logged_in()
     request = c.Subscribe(
@@ -99,6 +102,7 @@ def subscribed(
         intent=c.Intent.IF_FREE,
         include_viewport_text=viewport,
         include_scroll_state=scroll_state,
+        include_styled_scrollback=styled,
     )
     session.receive_data(packet(request), 0.0)
     assert events(session) == [SubscribeRequested(request)]
@@ -381,6 +385,99 @@ def test_bounds_only_change_is_a_frame_change_for_opted_in_clients() -> None:
     plain.offer_frame(vt(scroll_bounds=ScrollBounds(at_top=False)), 1.0)
     plain.receive_data(packet(c.Acknowledge(sequence=1, subscription_id=psub)), 1.0)
     assert plain.offer_frame(vt(scroll_bounds=ScrollBounds(at_top=True)), 1.1) is None
+
+
+ARCHIVE = StyledArchive(data=b"\x1b[0m\x1b[38;5;1mred\x1b[0m\r\nplain", row_offset=3)
+
+
+def test_styled_scrollback_rides_in_the_viewport_in_the_usual_order() -> None:
+    session, sub = subscribed(viewport=True, scroll_state=True, styled=True)
+    session.offer_frame(vt(b"live"), 0.0)
+    session.receive_data(packet(c.Acknowledge(sequence=1, subscription_id=sub)), 0.0)
+    outgoing(session)
+    rid = uuid.uuid4()
+    scroll(session, sub, rid, c.ScrollDirection.UP, 1.0)
+    session.scroll_applied(rid, 1.0)
+    bounds = ScrollBounds(at_top=False, at_bottom=False)
+    capture = vt(
+        b"live", viewport_text="old\nrows", scroll_bounds=bounds, styled_scrollback=ARCHIVE
+    )
+    assert session.offer_frame(capture, 1.25) == 2
+    sent = outgoing(session)
+    assert [type(m) for m in sent] == [c.Viewport, c.ScrollState, VTFramePacket, c.ScrollResult]
+    assert sent[0] == c.Viewport(
+        styled_scrollback=c.StyledScrollback(data=ARCHIVE.data, row_offset=3),
+        text="old\nrows",
+        sequence=2,
+        subscription_id=sub,
+    )
+    # On the wire: Base64 bytes and the row offset, as Prowl's MirrorStyledScrollback.
+    body = c.encode_control(sent[0])
+    assert (
+        b'"styledScrollback":{"bytes":"G1swbRtbMzg7NTsxbXJlZBtbMG0NCnBsYWlu","rowOffset":3}' in body
+    )
+    assert [m.sequence for m in sent] == [2, 2, 2, 2]
+
+
+NO_STYLED = ALL_CAPS - {"styled-scrollback-v1"}
+VT, TEXT = c.Representation.VT, c.Representation.TEXT
+
+
+@pytest.mark.parametrize(
+    ("representation", "viewport", "styled", "caps", "expected", "archive"),
+    [
+        # both opt-ins and the capability: the archive goes
+        (VT, True, True, ALL_CAPS, [c.Viewport, VTFramePacket], True),
+        # viewport text alone: a viewport without the archive
+        (VT, True, None, ALL_CAPS, [c.Viewport, VTFramePacket], False),
+        # the archive without viewport text: nothing extra at all
+        (VT, None, True, ALL_CAPS, [VTFramePacket], False),
+        # a source without styled-scrollback-v1: viewport text only
+        (VT, True, True, NO_STYLED, [c.Viewport, VTFramePacket], False),
+        # text-v1: neither
+        (TEXT, True, True, ALL_CAPS, [TextFramePacket], False),
+    ],
+)
+def test_styled_scrollback_only_with_both_opt_ins_on_vt(
+    representation: c.Representation,
+    viewport: bool | None,
+    styled: bool | None,
+    caps: frozenset[str],
+    expected: list[type],
+    archive: bool,
+) -> None:
+    session, _ = subscribed(representation, viewport=viewport, styled=styled, caps=caps)
+    assert session.lease is not None and session.lease.wants_styled_scrollback is archive
+    if representation is VT:
+        session.offer_frame(vt(viewport_text="old", styled_scrollback=ARCHIVE), 1.0)
+    else:
+        session.offer_frame(TextCapture(columns=80, rows=24, text="old"), 1.0)
+    sent = outgoing(session)
+    assert [type(m) for m in sent] == expected
+    if isinstance(sent[0], c.Viewport):
+        assert (sent[0].styled_scrollback is not None) is archive
+
+
+def test_a_lease_never_wants_the_archive_without_viewport_text() -> None:
+    lease = Lease(
+        subscription_id=uuid.uuid4(),
+        pane_id=PANE,
+        representation=c.Representation.VT,
+        wants_viewport_text=False,
+        wants_scroll_state=False,
+        can_scroll=True,
+        wants_styled_scrollback=True,
+    )
+    assert not lease.wants_styled_scrollback
+
+
+def test_an_archive_only_change_is_a_frame_change_for_opted_in_leases_only() -> None:
+    other = StyledArchive(data=b"\x1b[0mblue", row_offset=3)
+    for styled, second in ((True, 2), (None, None)):
+        session, sub = subscribed(viewport=True, styled=styled)
+        session.offer_frame(vt(viewport_text="old", styled_scrollback=ARCHIVE), 1.0)
+        session.receive_data(packet(c.Acknowledge(sequence=1, subscription_id=sub)), 1.0)
+        assert session.offer_frame(vt(viewport_text="old", styled_scrollback=other), 1.1) == second
 
 
 def test_empty_text_is_a_real_replacement() -> None:

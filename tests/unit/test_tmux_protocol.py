@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     SEPARATOR,
     BlockEnd,
     BlockStart,
+    CommandFinished,
+    ControlEvent,
+    ControlParser,
     Exited,
     LayoutChanged,
     Output,
+    OutputReceived,
     Paused,
     Unknown,
     parse_line,
@@ -30,10 +36,10 @@ def test_output_is_unescaped() -> None:
 
 
 def test_blocks_and_notifications() -> None:
-    assert parse_line(b"%begin 1796161639 316 1") == BlockStart(316, True)
-    assert parse_line(b"%begin 1796161639 2 0") == BlockStart(2, False)
-    assert parse_line(b"%end 1796161639 316 1") == BlockEnd(316, True)
-    assert parse_line(b"%error 1796161639 316 1") == BlockEnd(316, False)
+    assert parse_line(b"%begin 1796161639 316 1") == BlockStart(1796161639, 316, True)
+    assert parse_line(b"%begin 1796161639 2 0") == BlockStart(1796161639, 2, False)
+    assert parse_line(b"%end 1796161639 316 1") == BlockEnd(1796161639, 316, True)
+    assert parse_line(b"%error 1796161639 316 1") == BlockEnd(1796161639, 316, False)
     assert parse_line(b"%window-add @4") == LayoutChanged("window-add")
     assert parse_line(b"%layout-change @1 abcd,80x24,0,0,1 abcd,80x24,0,0,1 *") == LayoutChanged(
         "layout-change"
@@ -73,3 +79,144 @@ def test_state_seed_reproduces_modes_cursor_and_region() -> None:
     assert screen.mode(1) and screen.mode(1000) and screen.mode(1006)
     assert not screen.mode(25)
     assert parse_pane_state("too" + SEPARATOR + "few") is None
+
+
+# ---------------------------------------------------------------- ControlParser
+
+
+def feed(parser: ControlParser, text: bytes) -> list[ControlEvent]:
+    """Every event the lines of ``text`` produce, in order."""
+    events = [parser.feed(line) for line in text.split(b"\n")]
+    return [event for event in events if event is not None]
+
+
+def test_notifications_outside_any_block_are_events() -> None:
+    parser = ControlParser()
+    assert feed(parser, b"%output %1 hi\\015\\012\n%window-add @3\n%pause %1\n%exit server") == [
+        OutputReceived("%1", b"hi\r\n"),
+        LayoutChanged("window-add"),
+        Paused("%1", True),
+        Exited("server"),
+    ]
+    assert feed(parser, b"%client-detached /dev/pts/1\nstray text\n%end 1 2 1") == []
+    assert parser.waiting == ()
+
+
+def test_one_reply_per_command_line_in_order_with_output_between_blocks() -> None:
+    parser = ControlParser()
+    first, second = parser.expect(1), parser.expect(1)
+    assert first != second and parser.waiting == (first, second)
+    events = feed(
+        parser,
+        b"%begin 100 7 1\nline one\n\nline three\n%end 100 7 1\n"
+        b"%output %2 between\n"
+        b"%begin 100 8 1\n%end 100 8 1",
+    )
+    assert events == [
+        CommandFinished(first, ((b"line one", b"", b"line three"),), ok=True),
+        OutputReceived("%2", b"between"),
+        CommandFinished(second, ((),), ok=True),
+    ]
+    assert parser.waiting == ()
+
+
+def test_a_command_line_of_several_commands_collects_every_block() -> None:
+    parser = ControlParser()
+    command = parser.expect(3)
+    events = feed(
+        parser,
+        b"%begin 5 1 1\n%end 5 1 1\n"
+        b"%output %0 x\n"
+        b"%begin 5 2 1\nrow\n%end 5 2 1\n"
+        b"%begin 6 3 1\n80 24\n%end 6 3 1",
+    )
+    assert events == [
+        OutputReceived("%0", b"x"),
+        CommandFinished(command, ((), (b"row",), (b"80 24",)), ok=True),
+    ]
+
+
+def test_blocks_of_commands_we_did_not_send_are_skipped() -> None:
+    parser = ControlParser()
+    command = parser.expect(1)
+    events = feed(
+        parser,
+        b"%begin 9 40 0\nsomebody else's output\n%end 9 40 0\n%begin 9 41 1\nours\n%end 9 41 1",
+    )
+    assert events == [CommandFinished(command, ((b"ours",),), ok=True)]
+
+
+def test_error_ends_the_line_because_tmux_drops_the_rest_of_it() -> None:
+    parser = ControlParser()
+    failing, following = parser.expect(3), parser.expect(1)
+    # tmux 3.3a: `display -p a ; kill-pane -t %999 ; display -p b` stops at the error.
+    events = feed(
+        parser,
+        b"%begin 1 265 1\na\n%end 1 265 1\n"
+        b"%begin 1 266 1\ncan't find pane: %999\n%error 1 266 1\n"
+        b"%begin 1 267 1\ne\n%end 1 267 1",
+    )
+    assert events == [
+        CommandFinished(failing, ((b"a",), (b"can't find pane: %999",)), ok=False),
+        CommandFinished(following, ((b"e",),), ok=True),
+    ]
+
+
+def test_a_line_that_does_not_parse_yields_one_error_block() -> None:
+    parser = ControlParser()
+    broken, following = parser.expect(2), parser.expect(1)
+    events = feed(
+        parser,
+        b"%begin 2 273 1\nparse error: unknown command: nosuchcmd\n%error 2 273 1\n"
+        b"%begin 2 274 1\nf\n%end 2 274 1",
+    )
+    assert events == [
+        CommandFinished(broken, ((b"parse error: unknown command: nosuchcmd",),), ok=False),
+        CommandFinished(following, ((b"f",),), ok=True),
+    ]
+
+
+def test_block_content_that_looks_like_a_guard_or_notification_stays_content() -> None:
+    # tmux prints command output unescaped: `display -p '%end 1796181554 266 1'`
+    # really puts that line inside the block; only the matching guard ends it.
+    parser = ControlParser()
+    command, following = parser.expect(1), parser.expect(1)
+    events = feed(
+        parser,
+        b"%begin 1796181561 264 1\n"
+        b"%end 1796181554 266 1\n%error 1796181561 263 1\n%end 1796181560 264 1\n"
+        b"%output %1 fake\n%begin 1796181561 300 1\n%exit\n"
+        b"%end 1796181561 264 1\n"
+        b"%begin 1796181562 265 1\n%end 1796181562 265 1",
+    )
+    assert events == [
+        CommandFinished(
+            command,
+            (
+                (
+                    b"%end 1796181554 266 1",
+                    b"%error 1796181561 263 1",
+                    b"%end 1796181560 264 1",
+                    b"%output %1 fake",
+                    b"%begin 1796181561 300 1",
+                    b"%exit",
+                ),
+            ),
+            ok=True,
+        ),
+        CommandFinished(following, ((),), ok=True),
+    ]
+
+
+def test_a_reply_nobody_waits_for_is_dropped() -> None:
+    parser = ControlParser()
+    assert feed(parser, b"%begin 3 1 1\nlate\n%end 3 1 1\n%output %4 ok") == [
+        OutputReceived("%4", b"ok")
+    ]
+    command = parser.expect(1)
+    assert feed(parser, b"%begin 3 2 1\n%end 3 2 1") == [CommandFinished(command, ((),), True)]
+
+
+def test_expect_needs_at_least_one_block() -> None:
+    with pytest.raises(ValueError):
+        ControlParser().expect(0)

@@ -264,6 +264,7 @@ class HerdrSource:
         *,
         with_viewport_text: bool = False,
         with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,  # not advertised: never asked
     ) -> VTCapture | TextCapture:
         """The mirrored screen (Herdr renders a scrolled-back pane scrolled back).
 
