@@ -67,7 +67,7 @@ class HandshakeFailed(ClientClosed):
     @property
     def unknown_identity(self) -> bool:
         """The host said it does not know our PSK identity (revoked or never paired)."""
-        return "UNKNOWN_PSK_IDENTITY" in self.reason.upper()
+        return "UNKNOWN_PSK_IDENTITY" in self.reason.upper().replace(" ", "_")
 
 
 class HostIdentityChanged(ClientClosed):

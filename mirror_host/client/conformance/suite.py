@@ -52,7 +52,7 @@ class Check:
         doc = getattr(self.run, "__doc__", None) or getattr(
             getattr(self.run, "func", None), "__doc__", ""
         )
-        return " ".join((doc or "").split())
+        return " ".join((doc or "").replace("``", "`").split())
 
 
 def _code_bound(fn: Callable[[Context, str], Awaitable[str]]) -> CheckFn:
