@@ -58,6 +58,16 @@ def _address_arg(text: str) -> HostAddress:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from exc
+    if not 0.5 <= value <= 120:
+        raise argparse.ArgumentTypeError("expected 0.5 … 120 seconds")
+    return value
+
+
 def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``attach`` and ``conformance``."""
     attach = commands.add_parser(
@@ -128,6 +138,13 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     conformance.add_argument(
         "--pane", metavar="INDEX|ID", help="the pane to use (default: the first one not busy)"
     )
+    conformance.add_argument(
+        "--wait",
+        type=_seconds_arg,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long the host may take for a reply, a frame or a close (default 5)",
+    )
     conformance.add_argument("--list", action="store_true", help="list the checks and exit")
     conformance.set_defaults(parser=conformance, handler=_run_conformance)
 
@@ -194,6 +211,7 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
         only=args.only,
         skip=args.skip,
         pane=args.pane,
+        wait=args.wait,
     )
 
     def progress(result: CheckResult) -> None:

@@ -56,8 +56,6 @@ __all__ = [
 
 SCROLL_BUSY_PREFIX = "SCROLL_BUSY"
 HISTORY_UNAVAILABLE_PREFIX = "HISTORY_UNAVAILABLE"
-#: A scroll completes by 800 ms on Prowl's host; allow for a slow machine.
-SCROLL_SECONDS = 6.0
 PAGE_LINES = 200
 MAX_HISTORY_BYTES = 2 * 1024 * 1024
 MAX_PAGES = 80
@@ -77,7 +75,8 @@ async def _scroll(conn: Conn, request_id: UUID, direction: ScrollDirection) -> N
 
 
 async def _scroll_result(conn: Conn, request_id: UUID, what: str) -> ScrollResult:
-    result = await conn.expect(ScrollResult, what, timeout=SCROLL_SECONDS)
+    # Prowl's host completes a scroll by 800 ms.
+    result = await conn.expect(ScrollResult, what, timeout=conn.ctx.wait + 1.0)
     if result.request_id != request_id:
         fail(f"`scrollResult` names request {result.request_id}, not {request_id}")
     if result.subscription_id != conn.lease:
@@ -95,7 +94,7 @@ async def check_scroll_result(ctx: Context) -> str:
     """``scroll`` is completed by a fresh frame followed by ``scrollResult`` naming it."""
     ctx.needs("remote-scroll")
     async with subscribed(ctx, "subscriber") as conn:
-        before = (await conn.frame("frame 1", timeout=SCROLL_SECONDS)).sequence
+        before = (await conn.frame("frame 1")).sequence
         request = new_id()
         await _scroll(conn, request, ScrollDirection.DOWN)
         result = await _scroll_result(conn, request, "`scrollResult`")
@@ -109,12 +108,12 @@ async def check_scroll_duplicate(ctx: Context) -> str:
     direction it closes the connection."""
     ctx.needs("remote-scroll")
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=SCROLL_SECONDS)
+        await conn.frame("frame 1")
         request = new_id()
         await _scroll(conn, request, ScrollDirection.DOWN)
         first = await _scroll_result(conn, request, "`scrollResult`")
         await _scroll(conn, request, ScrollDirection.DOWN)
-        again = await conn.expect(ScrollResult, "the replayed `scrollResult`", timeout=3.0)
+        again = await conn.expect(ScrollResult, "the replayed `scrollResult`")
         if again.request_id != request or again.sequence != first.sequence:
             fail(
                 f"the duplicate was applied again: `scrollResult` {again.sequence} "
@@ -133,7 +132,7 @@ async def check_scroll_busy(ctx: Context) -> str:
     request id; the pending one still completes."""
     ctx.needs("remote-scroll")
     async with subscribed(ctx, "subscriber") as conn:
-        frame = await conn.frame("frame 1", timeout=SCROLL_SECONDS, ack=False)
+        frame = await conn.frame("frame 1", ack=False)
         # Frame 1 stays unacknowledged, so the first scroll cannot complete yet.
         pending, second = new_id(), new_id()
         await _scroll(conn, pending, ScrollDirection.DOWN)
@@ -246,7 +245,7 @@ async def check_commands_send_refused(ctx: Context) -> str:
         raise CheckSkipped("the host advertises no command service")
     pane = ctx.pane()
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=SCROLL_SECONDS)
+        await conn.frame("frame 1")
         request_id = new_id()
         # Empty text: even a host that wrongly obeyed would type nothing.
         send = SendCommand(
@@ -265,7 +264,7 @@ async def check_commands_send_refused(ctx: Context) -> str:
                 ),
             )
         )
-        result = await conn.expect(CommandResult, "`commandResult`", timeout=10.0)
+        result = await conn.expect(CommandResult, "`commandResult`", timeout=2 * ctx.wait)
     response = result.command_response
     if response.request_id != request_id:
         fail(f"`commandResult` names request {response.request_id}, not {request_id}")
@@ -303,7 +302,7 @@ async def _until_marker(conn: Conn, marker: str) -> Frame:
 async def check_input_echo(ctx: Context) -> str:
     """Input on a ``vt-v1`` lease reaches the pane: a typed echo's output comes back."""
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=SCROLL_SECONDS)
+        await conn.frame("frame 1")
         keys, marker = _echo()
         await conn.send(Input(data=keys, subscription_id=conn.lease))
         frame = await _until_marker(conn, marker)
@@ -314,7 +313,7 @@ async def check_input_coalesce(ctx: Context) -> str:
     """While a frame is unacknowledged the pane changes but nothing is sent; after the ACK
     the latest screen comes at once (no stale frames queued)."""
     async with subscribed(ctx, "subscriber") as conn:
-        first = await conn.frame("frame 1", timeout=SCROLL_SECONDS, ack=False)
+        first = await conn.frame("frame 1", ack=False)
         keys, marker = _echo()
         await conn.send(Input(data=keys, subscription_id=conn.lease))
         await conn.quiet(1.5, f"frame {first.sequence} is unacknowledged and the pane changes")
@@ -331,7 +330,7 @@ async def check_input_coalesce(ctx: Context) -> str:
 async def check_input_text_lease(ctx: Context) -> str:
     """Input on a ``text-v1`` lease closes the connection."""
     async with subscribed(ctx, "subscriber", Representation.TEXT) as conn:
-        await conn.frame("frame 1", timeout=SCROLL_SECONDS)
+        await conn.frame("frame 1")
         keys, _ = _echo()
         await conn.send(Input(data=keys, subscription_id=conn.lease))
         await conn.expect_closed("`input` on a text-v1 lease")
@@ -341,7 +340,7 @@ async def check_input_text_lease(ctx: Context) -> str:
 async def check_input_empty(ctx: Context) -> str:
     """Empty input (the limit is 1 … 65,536 bytes) closes the connection."""
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=SCROLL_SECONDS)
+        await conn.frame("frame 1")
         await conn.send(Input(data=b"", subscription_id=conn.lease))
         await conn.expect_closed("an empty `input`")
     return "closed"

@@ -50,8 +50,6 @@ REQUIRED_CAPABILITIES = ("vt-v1", "text-v1", "takeover", "refresh")
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 #: How long a closed gate must hold back a frame the host would otherwise send.
 GATE_HOLD_SECONDS = 1.5
-#: How long a frame the host owes may take (it polls every 200 ms).
-FRAME_SECONDS = 5.0
 
 
 async def discover(ctx: Context) -> str:
@@ -100,7 +98,7 @@ async def check_subscribe(ctx: Context, representation: Representation) -> str:
     which has sequence 1, the lease and a legal grid; the pane is then listed busy."""
     pane = ctx.pane()
     async with subscribed(ctx, "subscriber", representation) as conn:
-        frame = await conn.frame("the first frame", timeout=FRAME_SECONDS)
+        frame = await conn.frame("the first frame")
         limits = range(1, 1001) if representation is Representation.VT else range(1001)
         if frame.columns not in limits or frame.rows not in limits:
             fail(f"the first frame's grid is {frame.columns}x{frame.rows}")
@@ -124,7 +122,7 @@ async def check_subscribe_unknown_pane(ctx: Context) -> str:
 async def check_frames_gate(ctx: Context, representation: Representation) -> str:
     """No frame while one is unacknowledged, even after ``refresh``; the ACK releases it."""
     async with subscribed(ctx, "subscriber", representation) as conn:
-        first = await conn.frame("frame 1", timeout=FRAME_SECONDS, ack=False)
+        first = await conn.frame("frame 1", ack=False)
         await conn.refresh()
         # The ledger fails the check if a frame comes while frame 1 is outstanding.
         await conn.quiet(GATE_HOLD_SECONDS, f"frame {first.sequence} is unacknowledged")
@@ -136,7 +134,7 @@ async def check_frames_gate(ctx: Context, representation: Representation) -> str
 async def check_frames_sequence(ctx: Context) -> str:
     """Sequences start at 1 and grow by one (three frames, each forced by ``refresh``)."""
     async with subscribed(ctx, "subscriber") as conn:
-        sequences = [(await conn.frame("frame 1", timeout=FRAME_SECONDS)).sequence]
+        sequences = [(await conn.frame("frame 1")).sequence]
         for _ in range(2):
             await conn.refresh()
             sequences.append((await conn.frame("a frame after refresh")).sequence)
@@ -146,25 +144,25 @@ async def check_frames_sequence(ctx: Context) -> str:
 async def check_frames_refresh(ctx: Context) -> str:
     """No unchanged frame without ``refresh``; after ``refresh`` the screen comes again."""
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=FRAME_SECONDS)
+        await conn.frame("frame 1")
         await conn.settle()
         await conn.refresh()
-        frame = await conn.frame("the frame `refresh` asks for")
+        frame = await conn.frame("frame after `refresh` (the unchanged screen again)")
     return f"frame {frame.sequence} re-sent after refresh"
 
 
 async def check_frames_ack_rules(ctx: Context) -> str:
     """A wrong sequence, an ACK with nothing outstanding and another lease's ACK each close."""
     async with subscribed(ctx, "wrong sequence") as conn:
-        frame = await conn.frame("frame 1", timeout=FRAME_SECONDS, ack=False)
+        frame = await conn.frame("frame 1", ack=False)
         await conn.send(Acknowledge(sequence=frame.sequence + 1, subscription_id=conn.lease))
         await conn.expect_closed(f"an ACK of {frame.sequence + 1} for frame {frame.sequence}")
     async with subscribed(ctx, "repeated ACK") as conn:
-        frame = await conn.frame("frame 1", timeout=FRAME_SECONDS)
+        frame = await conn.frame("frame 1")
         await conn.send(Acknowledge(sequence=frame.sequence, subscription_id=conn.lease))
         await conn.expect_closed(f"a second ACK of frame {frame.sequence}")
     async with subscribed(ctx, "foreign lease") as conn:
-        frame = await conn.frame("frame 1", timeout=FRAME_SECONDS, ack=False)
+        frame = await conn.frame("frame 1", ack=False)
         await conn.send(Acknowledge(sequence=frame.sequence, subscription_id=uuid.uuid4()))
         await conn.expect_closed("an ACK naming another subscription")
     return "wrong sequence, repeated ACK and foreign lease each closed the connection"
@@ -174,7 +172,7 @@ async def check_lease_second_subscribe(ctx: Context) -> str:
     """One lease per connection: a second ``subscribe`` closes it, and frees the pane."""
     pane = ctx.pane()
     async with subscribed(ctx, "subscriber") as conn:
-        await conn.frame("frame 1", timeout=FRAME_SECONDS)
+        await conn.frame("frame 1")
         await conn.send(
             Subscribe(pane_id=pane.id, representation=Representation.VT, intent=Intent.IF_FREE)
         )
@@ -191,7 +189,7 @@ async def check_takeover_busy(ctx: Context) -> str:
     """``ifFree`` on a busy pane: ``PANE_BUSY`` (no lease), the connection and the owner stay."""
     pane = ctx.pane()
     async with subscribed(ctx, "owner") as owner:
-        await owner.frame("frame 1", timeout=FRAME_SECONDS)
+        await owner.frame("frame 1")
         async with device(ctx, "second device") as other:
             if not await _busy(ctx, other, pane.id):
                 fail("the subscribed pane is not listed busy")
@@ -213,7 +211,7 @@ async def check_takeover_takeover(ctx: Context) -> str:
     """``takeover`` ends the old lease (``ended takenOver``, then closed) and grants a new one."""
     pane = ctx.pane()
     async with subscribed(ctx, "first owner") as first:
-        await first.frame("frame 1", timeout=FRAME_SECONDS)
+        await first.frame("frame 1")
         old_lease = first.lease
         async with device(ctx, "new owner") as second:
             answer = await second.subscribe(pane.id, Representation.VT, Intent.TAKEOVER)
@@ -221,7 +219,7 @@ async def check_takeover_takeover(ctx: Context) -> str:
                 fail(f"`subscribe` with takeover was refused: {answer.error!r}")
             if second.lease == old_lease:
                 fail("the takeover was granted the old owner's lease")
-            await second.frame("the new owner's frame 1", timeout=FRAME_SECONDS)
+            await second.frame("the new owner's frame 1")
             ended = await first.expect(Ended, "`ended` for the old owner")
             if ended.reason is not EndReason.TAKEN_OVER:
                 fail(f"the old owner got `ended {ended.reason.value}`, not takenOver")

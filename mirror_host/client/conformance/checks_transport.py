@@ -85,7 +85,7 @@ async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
                 fail(f"the first message was `{client.first_kind}`, not `challenge`")
             proof = pair_proof(normalized, challenge.host_id, name, challenge.nonce)
             await conn.send(Pair(name=name, proof=proof))
-            paired = await conn.expect(Paired, "`paired`", ack=False, timeout=10.0)
+            paired = await conn.expect(Paired, "`paired`", ack=False, timeout=2 * ctx.wait)
             if paired.host_id != challenge.host_id:
                 fail(f"`paired` names host {paired.host_id}, the challenge {challenge.host_id}")
             if len(paired.key) != 32:
@@ -199,7 +199,7 @@ async def _refused_login(ctx: Context, proof_for: str) -> str:
     credential = ctx.require_credential()
     async with device(ctx, "device", login=False) as conn:
         challenge = await conn.read_challenge()
-        if proof_for == "wrong key":
+        if proof_for == "another key":
             proof = device_proof(
                 secrets.token_bytes(32), challenge.host_id, credential.device_id, challenge.nonce
             )
@@ -214,7 +214,7 @@ async def _refused_login(ctx: Context, proof_for: str) -> str:
 
 async def check_auth_wrong_proof(ctx: Context) -> str:
     """A proof made with another key closes the connection, nothing sent."""
-    return await _refused_login(ctx, "wrong key")
+    return await _refused_login(ctx, "another key")
 
 
 async def check_auth_replayed_proof(ctx: Context) -> str:

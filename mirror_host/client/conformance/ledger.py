@@ -70,8 +70,9 @@ class FrameLedger:
             )
         expected = self.last_sequence + 1
         if frame.sequence != expected:
-            where = "the first frame" if self.last_sequence == 0 else f"after {self.last_sequence}"
-            problems.append(f"sequence {frame.sequence} as {where} (expected {expected})")
+            last = self.last_sequence
+            where = "on the first frame" if last == 0 else f"after {last}"
+            problems.append(f"sequence {frame.sequence} {where} (expected {expected})")
         if self.outstanding is not None:
             problems.append(
                 f"frame {frame.sequence} arrived while frame {self.outstanding} was "

@@ -53,7 +53,7 @@ from mirror_host.control import (
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = [
-    "CLOSE_SECONDS",
+    "WAIT_SECONDS",
     "PANE_BUSY_PREFIX",
     "CheckFailed",
     "CheckSkipped",
@@ -69,10 +69,9 @@ __all__ = [
 Frame = VTFramePacket | TextFramePacket
 M = TypeVar("M")
 
-#: How long a host may take to close a connection after a violation.
-CLOSE_SECONDS = 5.0
-#: How long a reply (panes, subscribed, pong …) may take.
-REPLY_SECONDS = 5.0
+#: How long the host may take for what it owes: a reply, a frame, a close after a
+#: violation (``--wait``).
+WAIT_SECONDS = 5.0
 PANE_BUSY_PREFIX = "PANE_BUSY"
 
 
@@ -98,6 +97,8 @@ class Context:
     pane_choice: str | None = None
     #: The pairing code (``pair.single-use`` shows the host it no longer opens TLS).
     code: str = ""
+    #: How long the host may take for what it owes (see :data:`WAIT_SECONDS`).
+    wait: float = WAIT_SECONDS
     credential: Credential | None = None
     host_run_id: UUID | None = None
     capabilities: tuple[str, ...] = ()
@@ -255,7 +256,7 @@ class Conn:
     # ------------------------------------------------------------ waiting
 
     async def expect(
-        self, kind: type[M], what: str, *, timeout: float = REPLY_SECONDS, ack: bool = True
+        self, kind: type[M], what: str, *, timeout: float | None = None, ack: bool = True
     ) -> M:
         """Wait for a control message of ``kind``; frames meanwhile are checked
         (and acknowledged with ``ack``); anything else fails the check."""
@@ -268,10 +269,11 @@ class Conn:
         kinds: tuple[type, ...],
         what: str,
         *,
-        timeout: float = REPLY_SECONDS,
+        timeout: float | None = None,
         ack: bool = True,
     ) -> ControlMessage:
         """Like :meth:`expect`, for any of ``kinds`` (control messages)."""
+        timeout = self.ctx.wait if timeout is None else timeout
         deadline = trio.current_time() + timeout
         while True:
             item = await self._next(deadline - trio.current_time(), what)
@@ -287,9 +289,10 @@ class Conn:
             fail(f"{self.name}: {_describe(item)} while waiting for {what}")
 
     async def frame(
-        self, what: str = "a frame", *, timeout: float = REPLY_SECONDS, ack: bool = True
+        self, what: str = "a frame", *, timeout: float | None = None, ack: bool = True
     ) -> Frame:
         """The next frame (rule-checked), acknowledged unless ``ack`` is false."""
+        timeout = self.ctx.wait if timeout is None else timeout
         item = await self._next(timeout, what)
         if item is None:
             fail(f"{self.name}: no {what} within {timeout:g} s")
@@ -324,8 +327,9 @@ class Conn:
                 return
         fail(f"{self.name}: frames kept coming for {limit:g} s (the pane never settled)")
 
-    async def expect_closed(self, violation: str, *, within: float = CLOSE_SECONDS) -> None:
+    async def expect_closed(self, violation: str, *, within: float | None = None) -> None:
         """The host must close the connection (silently) soon after ``violation``."""
+        within = self.ctx.wait if within is None else within
         deadline = trio.current_time() + within
         while True:
             if self.closed:
@@ -393,9 +397,9 @@ class Conn:
         """Send ``subscribe``; return ``subscribed`` (the lease set up) or the ``failure``."""
         await self.send(Subscribe(pane_id=pane_id, representation=representation, intent=intent))
         while True:
-            item = await self._next(REPLY_SECONDS, "`subscribed`")
+            item = await self._next(self.ctx.wait, "`subscribed`")
             if item is None:
-                fail(f"{self.name}: no `subscribed` within {REPLY_SECONDS:g} s")
+                fail(f"{self.name}: no `subscribed` within {self.ctx.wait:g} s")
             if isinstance(item, Failure):
                 return item
             if isinstance(item, Subscribed):

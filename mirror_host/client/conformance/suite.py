@@ -25,7 +25,12 @@ from mirror_host.client.client import ClientClosed, HandshakeFailed
 from mirror_host.client.conformance import checks_features as features
 from mirror_host.client.conformance import checks_panes as panes
 from mirror_host.client.conformance import checks_transport as transport
-from mirror_host.client.conformance.probe import CheckFailed, CheckSkipped, Context
+from mirror_host.client.conformance.probe import (
+    WAIT_SECONDS,
+    CheckFailed,
+    CheckSkipped,
+    Context,
+)
 from mirror_host.client.conformance.report import CheckResult, Status, select
 from mirror_host.control import Representation
 from mirror_host.errors import MirrorHostError
@@ -125,6 +130,8 @@ class SuiteOptions:
     skip: Sequence[str] = ()
     pane: str | None = None
     name: str = field(default_factory=device_name)
+    #: How long the host may take for what it owes (replies, frames, closes).
+    wait: float = WAIT_SECONDS
 
 
 async def _run_one(ctx: Context, name: str, fn: CheckFn, timeout: float) -> CheckResult:
@@ -168,6 +175,7 @@ async def run_suite(
         raise ValueError(f"no check matches {', '.join(map(repr, unknown))}")
     ctx = Context(target, allow_input=options.allow_input, pane_choice=options.pane)
     ctx.code = options.code
+    ctx.wait = options.wait
     results: list[CheckResult] = []
 
     def report(result: CheckResult) -> None:
