@@ -176,3 +176,76 @@ async def test_attach_refusals_are_one_clear_line(state_dir: Path, tmp_path: Pat
         assert status == 1
         assert err.endswith("does not know this device (it was revoked or unpaired): "
                             "pair again with --code CODE\n")  # fmt: skip
+
+
+class CuttableProxy:
+    """A loopback TCP proxy whose connections the test can cut (a lost network)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self._scopes: list[trio.CancelScope] = []
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started()
+        await trio.serve_listeners(self._handle, listeners)
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        try:
+            upstream = await trio.open_tcp_stream("127.0.0.1", self.target_port)
+        except BaseException:
+            await trio.aclose_forcefully(client)
+            raise
+        try:
+            with trio.CancelScope() as scope:
+                self._scopes.append(scope)
+
+                async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+                    try:
+                        while data := await source.receive_some(65536):
+                            await sink.send_all(data)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+                    scope.cancel()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(pump, client, upstream)
+                    nursery.start_soon(pump, upstream, client)
+        finally:
+            await trio.aclose_forcefully(client)
+            await trio.aclose_forcefully(upstream)
+
+    def cut(self) -> None:
+        for scope in self._scopes:
+            scope.cancel()
+        self._scopes.clear()
+
+
+async def test_a_lost_connection_is_retried_until_it_comes_back(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    source = LocalSource(["sh"], columns=80, rows=24)
+    async with (
+        running_host(state_dir, source) as host,
+        trio.open_nursery() as nursery,
+        tmux_shell(tmp_path) as tmux,
+    ):
+        proxy = CuttableProxy(port_of(host))
+        await nursery.start(proxy.serve)
+        code = host.open_pairing_window().code
+        await tmux.type(f"{ATTACH} 127.0.0.1:{proxy.port} --code {code}; echo EXIT=$?", "Enter")
+        await tmux.wait_alternate(True)
+        await tmux.type("echo before-$((1+1))", "Enter")
+        await tmux.wait_for("before-2")
+        proxy.cut()
+        await tmux.wait_for("connection lost (the host closed the connection); reconnecting")
+        with trio.move_on_after(15):
+            while "after-3" not in await tmux.screen():
+                await tmux.type("echo after-$((1+2))", "Enter")
+                await trio.sleep(1.0)
+        await tmux.wait_for("after-3")
+        await tmux.type("C-]")
+        await tmux.wait_for("EXIT=0")
+        nursery.cancel_scope.cancel()
