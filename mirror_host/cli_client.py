@@ -198,7 +198,7 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
     from mirror_host.client.conformance.suite import CHECKS, ENROLL, SuiteOptions, run_suite
 
     if args.list:
-        stdout.write(f"{ENROLL}  pair as a new device (always run first)\n")
+        stdout.write(f"{ENROLL}  Pair as a new device (always run, first).\n")
         for check in CHECKS:
             flag = " [--allow-input]" if check.types else ""
             stdout.write(f"{check.name}{flag}  {check.description}\n")

@@ -299,13 +299,6 @@ async def test_a_planted_fault_fails_its_check(
     assert said in results[expected].detail
 
 
-async def test_the_same_checks_pass_without_the_faults(state_dir: Path) -> None:
-    selection = tuple(sorted({check for _, _, only, _ in FAULTS for check in only}))
-    heavy = {"heartbeat.ping"}  # covered by the full run (and slow)
-    results = await run_against(state_dir, tuple(c for c in selection if c not in heavy))
-    assert {n: r.detail for n, r in results.items() if r.status is not Status.PASSED} == {}
-
-
 # ---------------------------------------------------------------- the command line
 
 

@@ -54,9 +54,8 @@ class Check:
 
     @property
     def description(self) -> str:
-        doc = getattr(self.run, "__doc__", None) or getattr(
-            getattr(self.run, "func", None), "__doc__", ""
-        )
+        run = self.run.func if isinstance(self.run, partial) else self.run
+        doc = run.__doc__
         return " ".join((doc or "").replace("``", "`").split())
 
 
