@@ -74,8 +74,10 @@ class _ShellBackend:
 
 
 @asynccontextmanager
-async def host_for_suite(state_dir: Path, *, commands: bool = False) -> AsyncIterator[Host]:
-    source = LocalSource([PANE_COMMAND], columns=80, rows=24)
+async def host_for_suite(
+    state_dir: Path, *, commands: bool = False, pane: str = PANE_COMMAND
+) -> AsyncIterator[Host]:
+    source = LocalSource([pane], columns=80, rows=24)
     service = CommandService(_ShellBackend()) if commands else None  # type: ignore[arg-type]
     try:
         async with trio.open_nursery() as nursery:
@@ -95,9 +97,9 @@ async def host_for_suite(state_dir: Path, *, commands: bool = False) -> AsyncIte
 
 
 async def run_against(
-    state_dir: Path, only: tuple[str, ...] = (), *, commands: bool = False
+    state_dir: Path, only: tuple[str, ...] = (), *, commands: bool = False, pane: str = PANE_COMMAND
 ) -> dict[str, CheckResult]:
-    async with host_for_suite(state_dir, commands=commands) as host:
+    async with host_for_suite(state_dir, commands=commands, pane=pane) as host:
         code = host.open_pairing_window().code
         results = await run_suite(
             HostAddress("127.0.0.1", port_of(host)),
@@ -297,6 +299,15 @@ async def test_a_planted_fault_fails_its_check(
     failed = {name for name, r in results.items() if r.status is Status.FAILED}
     assert failed == {expected}, {n: r.detail for n, r in results.items()}
     assert said in results[expected].detail
+
+
+async def test_a_short_history_is_lengthened_to_catch_a_paging_fault(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _history_pages_skip_a_line(reset_patches)
+    results = await run_against(state_dir, ("history.pages",), pane="sh")
+    assert results["history.pages"].status is Status.FAILED
+    assert "pages must be contiguous" in results["history.pages"].detail
 
 
 # ---------------------------------------------------------------- the command line

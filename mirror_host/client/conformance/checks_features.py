@@ -65,6 +65,8 @@ SEND_REFUSED = (
 )
 COMMAND_CAPABILITIES = ("launch-profile", "launch-shell", "agents-dispatch", "agent-input")
 ECHO_SECONDS = 10.0
+#: Echo commands typed (with --allow-input) when a pane's history fits one page.
+HISTORY_ECHOES = 110
 
 
 # ---------------------------------------------------------------- scroll
@@ -183,6 +185,10 @@ async def check_history_pages(ctx: Context) -> str:
     ctx.needs("history")
     async with subscribed(ctx, "subscriber") as conn:
         first = await _first_page(conn)
+        if first.total <= PAGE_LINES and ctx.allow_input:
+            # One page proves little about paging: echo enough lines for three.
+            await _echo_lines(conn, HISTORY_ECHOES)
+            first = await _first_page(conn)
         problem = _page_problems(first, first.total, conn.lease)
         if problem:
             fail(problem)
@@ -215,7 +221,7 @@ async def check_history_pages(ctx: Context) -> str:
         fresh = await _first_page(conn)
         if fresh.history_id == first.history_id:
             fail("a new `history` request reused the previous snapshot's id")
-    note = "" if first.total > PAGE_LINES else " (one page only: type more lines to test paging)"
+    note = "" if first.total > PAGE_LINES else " (one page only: --allow-input adds lines)"
     return f"{first.total} lines in {pages} contiguous page(s){note}"
 
 
@@ -296,6 +302,14 @@ async def _until_marker(conn: Conn, marker: str) -> Frame:
             if marker in frame_text(frame):
                 return frame
     fail(f"the echo's output {marker!r} did not appear within {ECHO_SECONDS:g} s")
+
+
+async def _echo_lines(conn: Conn, count: int) -> None:
+    """Type ``count`` harmless echo commands at once and wait for the last one's output."""
+    token = secrets.token_hex(4)
+    keys = "".join(f'echo conformance""-{token}-{n}\r' for n in range(1, count + 1))
+    await conn.send(Input(data=keys.encode(), subscription_id=conn.lease))
+    await _until_marker(conn, f"conformance-{token}-{count}")
 
 
 async def check_input_echo(ctx: Context) -> str:

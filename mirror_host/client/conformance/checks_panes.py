@@ -24,7 +24,6 @@ from mirror_host.control import (
     EndReason,
     Failure,
     Intent,
-    Panes,
     Representation,
     Subscribe,
     Subscribed,
@@ -82,15 +81,8 @@ async def check_panes_list(ctx: Context) -> str:
     ids = [pane.id for pane in one.panes]
     if len(set(ids)) != len(ids):
         fail("a pane id is listed twice")
-    _check_panes(one)
     note = f"{len(one.panes)} pane(s); capabilities {', '.join(one.capabilities)}"
     return note if one.panes else note + " (no panes: the pane checks are skipped)"
-
-
-def _check_panes(panes: Panes) -> None:
-    for pane in panes.panes:
-        if not pane.title:
-            fail(f"pane {pane.id} has an empty title")
 
 
 async def check_subscribe(ctx: Context, representation: Representation) -> str:
