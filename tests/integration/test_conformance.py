@@ -120,17 +120,20 @@ async def test_mirror_host_passes_every_check(state_dir: Path) -> None:
 
 
 def _gate_lets_a_second_frame_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    def would_send(self: FrameGate, key: object, *, force: bool = False) -> bool:
-        return force or not self._has_last or key != self._last_key
+    """The gate forgets its outstanding frame whenever it is asked (changes still count)."""
+    would_send, commit = FrameGate.would_send, FrameGate.commit
 
-    def commit(self: FrameGate, key: object) -> int:
-        sequence, self.next_sequence = self.next_sequence, self.next_sequence + 1
-        self.outstanding, self._last_key, self._has_last = sequence, key, True
-        return sequence
+    def forgetful_would_send(self: FrameGate, key: object, *, force: bool = False) -> bool:
+        self.outstanding = None
+        return would_send(self, key, force=force)
+
+    def forgetful_commit(self: FrameGate, key: object) -> int:
+        self.outstanding = None
+        return commit(self, key)
 
     monkeypatch.setattr(FrameGate, "is_open", property(lambda self: True))
-    monkeypatch.setattr(FrameGate, "would_send", would_send)
-    monkeypatch.setattr(FrameGate, "commit", commit)
+    monkeypatch.setattr(FrameGate, "would_send", forgetful_would_send)
+    monkeypatch.setattr(FrameGate, "commit", forgetful_commit)
 
 
 def _sequences_skip(monkeypatch: pytest.MonkeyPatch) -> None:
