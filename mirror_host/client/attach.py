@@ -237,16 +237,34 @@ async def choose_pane(
 
 
 class _Link:
-    """The connection the keyboard types into (none while reconnecting)."""
+    """The connection the keyboard types into.
+
+    Keys typed before the first subscription wait for it (up to 64 KiB); keys
+    typed while reconnecting are dropped: the user cannot see what they would do.
+    """
 
     def __init__(self) -> None:
         self.client: MirrorClient | None = None
         self.lease: UUID | None = None
+        self._early = bytearray()
+        self._connected_once = False
+
+    async def connected(self, client: MirrorClient, lease: UUID) -> None:
+        self.client, self.lease = client, lease
+        self._connected_once = True
+        early, self._early = bytes(self._early), bytearray()
+        if early:
+            await self.send_input(early)
+
+    def lost(self) -> None:
+        self.client = self.lease = None
 
     async def send_input(self, data: bytes) -> None:
         client, lease = self.client, self.lease
         if client is None or lease is None:
-            return  # typing while disconnected goes nowhere
+            if not self._connected_once:
+                self._early += data[: MAX_INPUT - len(self._early)]
+            return
         for start in range(0, len(data), MAX_INPUT):
             try:
                 chunk = data[start : start + MAX_INPUT]
@@ -383,7 +401,7 @@ class Session:
                 outcome = _Lost(str(exc))
             except OSError as exc:
                 outcome = _Lost(exc.strerror or str(exc))
-            self._link.client = self._link.lease = None
+            self._link.lost()
             if isinstance(outcome, Ending):
                 self._finish(outcome)
                 return
@@ -418,7 +436,7 @@ class Session:
             if not isinstance(answer, Subscribed):
                 return answer
             self._subscribed_this_time = True
-            self._link.client, self._link.lease = client, answer.subscription_id
+            await self._link.connected(client, answer.subscription_id)
             lost: list[_Lost] = []
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._heartbeat, client, lost, nursery.cancel_scope)

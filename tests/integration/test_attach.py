@@ -92,10 +92,14 @@ async def tmux_shell(config_home: Path) -> AsyncIterator[Tmux]:
                     pass
 
 
+def remote_shell() -> LocalSource:
+    return LocalSource(["sh"], columns=80, rows=24, env={**os.environ, "PS1": "remote$ "})
+
+
 async def test_attach_shows_the_pane_types_into_it_and_detaches(
     state_dir: Path, tmp_path: Path
 ) -> None:
-    source = LocalSource(["sh"], columns=80, rows=24)
+    source = remote_shell()
     async with running_host(state_dir, source) as host, tmux_shell(tmp_path) as tmux:
         address = f"127.0.0.1:{port_of(host)}"
         code = host.open_pairing_window().code
@@ -103,6 +107,7 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
             f"stty -g > {tmp_path}/before; {ATTACH} {address} --code {code}; echo EXIT=$?", "Enter"
         )
         await tmux.wait_alternate(True)
+        await tmux.wait_for("remote$")  # the host's shell, drawn by attach
         await tmux.type("echo remote-$((6*7))", "Enter")
         await tmux.wait_for("remote-42")  # typed through attach, run by the host's shell
         await tmux.type("C-]")
@@ -226,7 +231,7 @@ class CuttableProxy:
 async def test_a_lost_connection_is_retried_until_it_comes_back(
     state_dir: Path, tmp_path: Path
 ) -> None:
-    source = LocalSource(["sh"], columns=80, rows=24)
+    source = remote_shell()
     async with (
         running_host(state_dir, source) as host,
         trio.open_nursery() as nursery,
@@ -237,6 +242,7 @@ async def test_a_lost_connection_is_retried_until_it_comes_back(
         code = host.open_pairing_window().code
         await tmux.type(f"{ATTACH} 127.0.0.1:{proxy.port} --code {code}; echo EXIT=$?", "Enter")
         await tmux.wait_alternate(True)
+        # Typed at once: keys that come before the subscription wait for it.
         await tmux.type("echo before-$((1+1))", "Enter")
         await tmux.wait_for("before-2")
         proxy.cut()

@@ -13,7 +13,6 @@ logs or admin socket, so the suite runs against any Prowl mirror host.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -483,7 +482,3 @@ async def subscribed(
 def new_id() -> UUID:
     """A random request id."""
     return uuid.uuid4()
-
-
-def finite(value: float) -> bool:
-    return math.isfinite(value)
