@@ -18,6 +18,7 @@ from typing import TextIO
 
 from mirror_host import __version__
 from mirror_host.cli_admin import run_devices, run_pair, run_revoke, run_status
+from mirror_host.cli_client import add_client_commands
 from mirror_host.config import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -48,6 +49,8 @@ examples:
   mirror-host devices                         list paired devices
   mirror-host revoke DEVICE_ID                unpair one device
   mirror-host wire decode < capture.hex       decode packets captured as hex
+  mirror-host attach 192.168.1.20:7880        watch and drive a host's pane here
+  mirror-host conformance HOST:PORT --code C  check any Prowl mirror host
 
 Documentation: docs/operations.md (running), docs/protocol.md (the wire format).
 """
@@ -287,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(commands)
     _add_admin(commands)
     _add_wire(commands)
+    add_client_commands(commands)
     return parser
 
 

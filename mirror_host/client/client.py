@@ -45,6 +45,8 @@ from mirror_host.wire import (
 __all__ = [
     "ClientClosed",
     "Credential",
+    "HandshakeFailed",
+    "HostIdentityChanged",
     "Incoming",
     "MirrorClient",
     "login",
@@ -53,6 +55,23 @@ __all__ = [
 ]
 
 Incoming = ControlMessage | VTFramePacket | TextFramePacket
+
+
+class HandshakeFailed(ClientClosed):
+    """TLS did not come up; ``reason`` is OpenSSL's (``TLSV1_ALERT_UNKNOWN_PSK_IDENTITY`` …)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+    @property
+    def unknown_identity(self) -> bool:
+        """The host said it does not know our PSK identity (revoked or never paired)."""
+        return "UNKNOWN_PSK_IDENTITY" in self.reason.upper().replace(" ", "_")
+
+
+class HostIdentityChanged(ClientClosed):
+    """The host's challenge names another hostID than the one this device paired with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +96,14 @@ class MirrorClient:
         self.answer_pings = answer_pings
         self.challenge: Challenge | None = None
         self.pings_received = 0
+        #: ``trio.current_time()`` of every ``ping`` the host sent.
+        self.ping_times: list[float] = []
+        #: When the last packet of any kind arrived (``None`` before the first).
+        self.last_received: float | None = None
+        #: The kind of the very first packet (``"challenge"``, ``"ping"``, ``"frame"`` …).
+        self.first_kind: str | None = None
+        #: Why the reader stopped on an undecodable packet, if it did.
+        self.decode_error: str | None = None
         self._send_lock = trio.Lock()
         self._inbox_send, self._inbox = trio.open_memory_channel[Incoming | None](math.inf)
         self._closed = False
@@ -140,10 +167,14 @@ class MirrorClient:
                     return
                 decoder.feed(data)
                 while (packet := decoder.next_packet()) is not None:
+                    self.last_received = trio.current_time()
                     if isinstance(packet, ControlPacket):
                         message = decode_control(packet.body)
+                        if self.first_kind is None:
+                            self.first_kind = message.CASE
                         if isinstance(message, Ping):
                             self.pings_received += 1
+                            self.ping_times.append(self.last_received)
                             if self.answer_pings:
                                 try:
                                     await self.send(Pong())
@@ -154,8 +185,13 @@ class MirrorClient:
                             self.challenge = message
                         await self._inbox_send.send(message)
                     else:
+                        if self.first_kind is None:
+                            self.first_kind = (
+                                "frame" if isinstance(packet, VTFramePacket) else "textFrame"
+                            )
                         await self._inbox_send.send(packet)
-        except MirrorHostError:
+        except MirrorHostError as exc:
+            self.decode_error = str(exc)
             return
         finally:
             self._inbox_send.send_nowait(None)
@@ -185,7 +221,9 @@ async def open_client(
             await stream.do_handshake()
     except trio.BrokenResourceError as exc:
         await trio.aclose_forcefully(stream)
-        raise ClientClosed(f"TLS handshake failed: {exc.__cause__!r}") from exc
+        cause = exc.__cause__
+        reason = str(getattr(cause, "reason", None) or cause or "closed during the handshake")
+        raise HandshakeFailed(f"TLS handshake failed: {cause!r}", reason) from exc
     except BaseException:
         # A timeout or a cancellation mid-handshake must not leave the socket
         # for the garbage collector to find.
@@ -211,15 +249,23 @@ async def open_client(
         await trio.aclose_forcefully(stream)
 
 
-async def pair_device(host: str, port: int, code: str, name: str) -> Credential:
+async def pair_device(
+    host: str, port: int, code: str, name: str, *, expected_host_id: UUID | None = None
+) -> Credential:
     """Pair as Prowl's clients do: identity ``pair``, proof over the challenge.
 
+    ``expected_host_id``, when known (a device re-pairing), must match the
+    challenge before anything is sent.
+
     Raises:
+        HostIdentityChanged: the challenge names another host.
         ClientClosed: the host refused (or the code was wrong).
     """
     async with open_client(host, port, PAIR_IDENTITY, code.encode()) as client:
         challenge = await client.expect(Challenge)
         assert isinstance(challenge, Challenge)
+        if expected_host_id is not None and challenge.host_id != expected_host_id:
+            raise HostIdentityChanged("host identity changed")
         proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
         await client.send(Pair(name=name, proof=proof))
         paired = await client.expect(Paired)
@@ -236,6 +282,7 @@ async def login(
     """Connect and authenticate; yield the logged-in client.
 
     Raises:
+        HostIdentityChanged: the challenge names another host than the credential's.
         ClientClosed: the host refused the credential.
     """
     async with open_client(
@@ -243,6 +290,8 @@ async def login(
     ) as client:
         challenge = await client.expect(Challenge)
         assert isinstance(challenge, Challenge)
+        if challenge.host_id != credential.host_id:
+            raise HostIdentityChanged("host identity changed")
         proof = device_proof(
             credential.key, challenge.host_id, credential.device_id, challenge.nonce
         )
@@ -250,5 +299,5 @@ async def login(
         done = await client.expect(Authenticated)
         assert isinstance(done, Authenticated)
         if done.host_id != credential.host_id:
-            raise ClientClosed("host identity changed")
+            raise HostIdentityChanged("host identity changed")
         yield client

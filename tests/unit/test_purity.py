@@ -31,6 +31,10 @@ PURE_MODULES = [
     "mirror_host.panes.herdr.protocol",
     "mirror_host.commands.receipts",
     "mirror_host.commands.responses",
+    "mirror_host.client.address",
+    "mirror_host.client.chooser",
+    "mirror_host.client.conformance.ledger",
+    "mirror_host.client.conformance.report",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 

@@ -1,0 +1,233 @@
+"""``mirror-host attach`` and ``mirror-host conformance``: the client tools' front door.
+
+Parses, then hands over to :mod:`mirror_host.client.attach` and
+:mod:`mirror_host.client.conformance`. Exit codes: 0 success (attach: detached
+with Ctrl-]; conformance: every check passed), 1 failure, 2 bad usage,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+import trio
+
+from mirror_host.client.address import HostAddress, parse_address
+
+__all__ = ["add_client_commands"]
+
+_ATTACH_EPILOG = """\
+keys: everything you type goes to the pane; Ctrl-] detaches (exit status 0).
+
+The credential from pairing is kept in $XDG_CONFIG_HOME/mirror-host/credentials.json
+(~/.config/mirror-host/, mode 0600), one per host address; later runs reuse it.
+A lost connection is retried (1, 2, 4, 8, 15 s apart) until Ctrl-]. Another device
+taking the pane over, the host stopping and the pane closing end the session
+(exit status 1), each said in one line.
+
+examples:
+  mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach
+  mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane
+  mirror-host attach 192.168.1.20:7880 --text             read-only text view
+"""
+
+_CONFORMANCE_EPILOG = """\
+The suite pairs as a new device with --code (a code from the host's pairing window:
+`mirror-host pair`, or Prowl's Add a Device), then checks the host against the
+protocol, one line per check; the last line is `N passed, M failed` (skipped checks
+are listed, counted in neither). Exit status 0 only when every check passed.
+
+It relies on the protocol only, so it runs against any Prowl mirror host. The pane
+checks use --pane or the first pane no device mirrors; with --allow-input they type
+one harmless `echo` into it. The device it paired stays on the host: remove it
+afterwards (mirror-host revoke, or Prowl's device list).
+
+examples:
+  mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --allow-input
+  mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --only 'frames.*' --json
+  mirror-host conformance --list
+"""
+
+
+def _address_arg(text: str) -> HostAddress:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from exc
+    if not 0.5 <= value <= 120:
+        raise argparse.ArgumentTypeError("expected 0.5 … 120 seconds")
+    return value
+
+
+def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``attach`` and ``conformance``."""
+    attach = commands.add_parser(
+        "attach",
+        help="watch and drive a host's pane from this terminal",
+        description=(
+            "Attach this terminal to a pane of a Prowl mirror host (mirror-host or Prowl's "
+            "own): its screen is drawn here, in the alternate screen, and your keys go to it."
+        ),
+        epilog=_ATTACH_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    attach.add_argument("address", type=_address_arg, metavar="ADDRESS:PORT")
+    attach.add_argument(
+        "--code", metavar="CODE", help="pair first with this pairing code (then it is kept)"
+    )
+    attach.add_argument(
+        "--pane",
+        metavar="INDEX|ID",
+        help="the pane: its number in the list (1 = first) or its id (default: ask, "
+        "unless there is only one)",
+    )
+    attach.add_argument(
+        "--text", action="store_true", help="a read-only text view (text-v1; keys are ignored)"
+    )
+    attach.add_argument(
+        "--take-over",
+        action="store_true",
+        help="take the pane even if another device mirrors it (that device is told)",
+    )
+    attach.add_argument(
+        "--forget",
+        action="store_true",
+        help="first forget the credential saved for this address (with --code: pair anew)",
+    )
+    attach.set_defaults(parser=attach, handler=_run_attach)
+
+    conformance = commands.add_parser(
+        "conformance",
+        help="check a Prowl mirror host against the protocol",
+        description="Check any Prowl mirror host (mirror-host or Prowl's own) against the "
+        "remote-mirror protocol.",
+        epilog=_CONFORMANCE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    conformance.add_argument("address", nargs="?", type=_address_arg, metavar="ADDRESS:PORT")
+    conformance.add_argument("--code", metavar="CODE", help="a pairing code from the host")
+    conformance.add_argument(
+        "--allow-input",
+        action="store_true",
+        help="let the input checks type a harmless `echo` into the pane",
+    )
+    conformance.add_argument("--json", action="store_true", help="print one JSON document")
+    conformance.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="run only checks matching a name or glob such as 'frames.*' (repeatable)",
+    )
+    conformance.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="leave out checks matching a name or glob (repeatable)",
+    )
+    conformance.add_argument(
+        "--pane", metavar="INDEX|ID", help="the pane to use (default: the first one not busy)"
+    )
+    conformance.add_argument(
+        "--wait",
+        type=_seconds_arg,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long the host may take for a reply, a frame or a close (default 5)",
+    )
+    conformance.add_argument("--list", action="store_true", help="list the checks and exit")
+    conformance.set_defaults(parser=conformance, handler=_run_conformance)
+
+
+def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.client.attach import AttachError, AttachOptions, attach
+    from mirror_host.errors import ClientError
+
+    options = AttachOptions(
+        address=args.address,
+        code=args.code,
+        pane=args.pane,
+        text=args.text,
+        take_over=args.take_over,
+        forget=args.forget,
+    )
+
+    def say(message: str) -> None:
+        print(f"mirror-host: {message}", file=sys.stderr, flush=True)
+
+    def show(line: str) -> None:
+        stdout.write(line + "\n")
+        stdout.flush()
+
+    async def ask(prompt: str) -> str | None:
+        stdout.write(prompt)
+        stdout.flush()
+        line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+        return line if line else None
+
+    try:
+        return trio.run(lambda: attach(options, say=say, show=show, ask=ask))
+    except AttachError as exc:
+        say(str(exc))
+        return 1
+    except ClientError as exc:  # the credential file, the terminal
+        say(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.client.conformance.report import (
+        CheckResult,
+        Status,
+        render_json,
+        render_line,
+        summary,
+    )
+    from mirror_host.client.conformance.suite import CHECKS, ENROLL, SuiteOptions, run_suite
+
+    if args.list:
+        stdout.write(f"{ENROLL}  Pair as a new device (always run, first).\n")
+        for check in CHECKS:
+            flag = " [--allow-input]" if check.types else ""
+            stdout.write(f"{check.name}{flag}  {check.description}\n")
+        return 0
+    if args.address is None or not args.code:
+        args.parser.error("ADDRESS:PORT and --code CODE are required (or --list)")
+    options = SuiteOptions(
+        code=args.code,
+        allow_input=args.allow_input,
+        only=args.only,
+        skip=args.skip,
+        pane=args.pane,
+        wait=args.wait,
+    )
+
+    def progress(result: CheckResult) -> None:
+        if not args.json:
+            stdout.write(render_line(result) + "\n")
+            stdout.flush()
+
+    try:
+        results = trio.run(lambda: run_suite(args.address, options, on_result=progress))
+    except ValueError as exc:  # a pattern that matches no check
+        args.parser.error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    passed, failed, _ = summary(results)
+    if args.json:
+        stdout.write(render_json(str(args.address), results) + "\n")
+    else:
+        stdout.write(f"{passed} passed, {failed} failed\n")
+    return 0 if failed == 0 and any(r.status is Status.PASSED for r in results) else 1
