@@ -30,6 +30,17 @@ PURE_MODULES = [
     "mirror_host.panes.herdr.protocol",
     "mirror_host.commands.receipts",
     "mirror_host.commands.responses",
+    "mirror_host.agents",
+    "mirror_host.agents.detect",
+    "mirror_host.agents.model",
+    "mirror_host.agents.process",
+    "mirror_host.agents.layout",
+    "mirror_host.agents.claude",
+    "mirror_host.agents.codex",
+    "mirror_host.agents.gemini",
+    "mirror_host.agents.opencode",
+    "mirror_host.agents.aider",
+    "mirror_host.agents.omp",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 
