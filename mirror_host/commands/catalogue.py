@@ -24,6 +24,7 @@ __all__ = [
     "git_root",
     "profile_available",
     "profiles_result",
+    "worktree_for",
     "worktree_record",
 ]
 
@@ -95,3 +96,14 @@ def worktree_record(
         "root_path": root or path,
         "kind": "git" if root else "plain",
     }
+
+
+def worktree_for(directory: str) -> dict[str, JSONValue]:
+    """The worktree a pane in ``directory`` works in, for sources without workspaces.
+
+    Its id is the worktree's path (the git root, else the directory): stable
+    across restarts and the same for every pane that shares it.
+    """
+    root = git_root(directory)
+    path = root or directory
+    return worktree_record(path, Path(path).name or path, path, root)
