@@ -80,9 +80,11 @@ Authorized = Callable[[], bool]
 class DeliveryTiming:
     """How long delivery waits, and how often it looks."""
 
-    #: A working agent may take this long to finish its turn before input is refused.
+    #: A working agent may take this long to finish its turn before input is refused
+    #: (an unreadable screen, too: it may be halfway through a redraw).
     settle_seconds: float = 5.0
-    settle_poll: float = 0.2
+    #: Between looks at the screen, and before the second look that confirms "ready".
+    settle_poll: float = 0.1
     #: The pasted text must show up in the composer within this time.
     echo_seconds: float = 2.0
     echo_poll: float = 0.05
@@ -223,13 +225,28 @@ def _typed_recently(panes: AgentPanes, pane_id: UUID, timing: DeliveryTiming) ->
 async def _settled(
     panes: AgentPanes, pane_id: UUID, timing: DeliveryTiming
 ) -> tuple[Detection, tuple[ForegroundProcess, ...]]:
-    """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
+    """The pane's verdict once it is definite, within Prowl's grace period.
+
+    A working agent gets a few seconds to finish its turn. A screen we cannot
+    read is looked at again too: an agent caught halfway through redrawing
+    shows neither its composer nor a dialog. A ready verdict must hold on a
+    second look a moment later, so a half-drawn screen cannot pass for one.
+    """
+    deadline = trio.current_time() + timing.settle_seconds
     found, processes = await _look(panes, pane_id)
-    with trio.move_on_after(timing.settle_seconds):
-        while found.state is AgentState.WORKING:
-            await trio.sleep(timing.settle_poll)
-            found, processes = await _look(panes, pane_id)
-    return found, processes
+    late_looks = 0
+    while True:
+        if found.state is AgentState.BLOCKED or found.composer is Composer.DRAFT:
+            return found, processes  # definite: refused whatever happens next
+        if trio.current_time() >= deadline:
+            if not found.ready or late_looks:
+                return found, processes
+            late_looks += 1  # ready just as the grace ran out: one confirming look
+        await trio.sleep(timing.settle_poll)
+        again, processes = await _look(panes, pane_id)
+        if found.ready and again.ready and again.pid == found.pid:
+            return again, processes
+        found = again
 
 
 async def _echoed(
