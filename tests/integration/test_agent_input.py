@@ -311,10 +311,10 @@ async def test_a_vanished_pane_gets_nothing(state_dir: Path, kind: str) -> None:
         with trio.fail_after(10):
             while setup.source.is_listed(setup.pane):
                 await trio.sleep(0.02)
-        result = await setup.commands.agent_input(
+        result: Any = await setup.commands.agent_input(
             setup.pane, "hello", dispatch=False, authorized=lambda: True
         )
-        assert (result["ok"], result["error"]["code"]) == (False, "TARGET_NOT_FOUND")  # type: ignore[index, call-overload]
+        assert (result["ok"], result["error"]["code"]) == (False, "TARGET_NOT_FOUND")
         assert setup.agent.received() == b""
 
 
