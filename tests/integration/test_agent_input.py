@@ -11,6 +11,7 @@ working past the grace period, or is gone.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 from collections.abc import AsyncIterator
@@ -29,6 +30,7 @@ from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.local import LocalCommands
 from mirror_host.commands.service import CommandService
 from mirror_host.commands.tmux import TmuxCommands
+from mirror_host.config import Profile
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
@@ -92,8 +94,12 @@ async def rig(
     *,
     timing: DeliveryTiming | None = None,
     agent_args: tuple[str, ...] = (),
+    profiles: tuple[Profile, ...] = (),
+    cwd: Path | None = None,
 ) -> AsyncIterator[Rig]:
+    """The scripted agent (working in ``cwd``) and a plain shell, mirrored by a real host."""
     agent = FakeAgent(state_dir / "agent")
+    directory = str(cwd or state_dir)
     server: TmuxServer | None = None
     source: TmuxSource | LocalSource
     commands: TmuxCommands | LocalCommands
@@ -101,13 +107,16 @@ async def rig(
         server = TmuxServer(state_dir)
         server.start()
         server.tmux("new-session", "-d", "-s", "agents", "-x", str(COLUMNS), "-y", str(ROWS),
-                    agent.command(*agent_args))  # fmt: skip
+                    "-c", directory, agent.command(*agent_args))  # fmt: skip
         source = TmuxSource(socket_name=server.name)
-        commands = TmuxCommands(source, profiles=(), timing=timing)
+        commands = TmuxCommands(source, profiles=profiles, timing=timing)
     else:
-        local = [agent.command(*agent_args), "exec bash --norc --noprofile"]
-        source = LocalSource(local, columns=COLUMNS, rows=ROWS, cwd=str(state_dir))
-        commands = LocalCommands(source, profiles=(), timing=timing)
+        local = [
+            agent.command(*agent_args),
+            f"cd {shlex.quote(str(state_dir))} && exec bash --norc --noprofile",
+        ]
+        source = LocalSource(local, columns=COLUMNS, rows=ROWS, cwd=directory)
+        commands = LocalCommands(source, profiles=profiles, timing=timing)
     try:
         async with trio.open_nursery() as nursery:
             host: Host = await nursery.start(
