@@ -7,9 +7,10 @@
   program directly or the login shell; with a prompt, the prompt is delivered
   once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`), written to the PTY. The host keeps
-  each pane's screen itself, so it knows whether the agent turned bracketed
-  paste on; if it has not, nothing is written.
+  (:mod:`mirror_host.commands.agent_input`): the bracketed paste and the Enter
+  are written to the PTY. The host keeps each pane's screen itself, so it knows
+  whether the agent turned bracketed paste on; if it has not, a prompt with
+  line breaks (each would arrive as Enter) is refused with nothing written.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ class LocalAgentPanes:
         return self.source.pane(pane_id).screen
 
     async def paste(self, pane_id: UUID, text: str) -> None:
-        if not self.source.pane(pane_id).screen.mode(_BRACKETED_PASTE):
-            raise PasteUnsupported("the agent has not turned bracketed paste on")
+        screen = self.source.pane(pane_id).screen
+        if ("\n" in text or "\r" in text) and not screen.mode(_BRACKETED_PASTE):
+            # Without bracketed paste on, a line break would arrive as Enter.
+            raise PasteUnsupported(
+                "the agent has not turned bracketed paste on, so line breaks would send it"
+            )
         await self.source.write_for_host(pane_id, bracketed(text))
 
     async def press_enter(self, pane_id: UUID) -> None:

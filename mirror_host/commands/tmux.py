@@ -8,11 +8,13 @@
   the agent *is* the pane's process) or the default shell; with a prompt, the
   prompt is delivered once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`). The paste goes through a tmux
-  buffer with ``paste-buffer -p``, so tmux brackets it exactly when the agent
-  asked for bracketed paste; a pane scrolled back in copy mode is returned to
-  the live screen first (copy mode would drop the brackets). Enter goes the
-  same way, which no copy mode can intercept.
+  (:mod:`mirror_host.commands.agent_input`). The prompt, wrapped in the
+  bracketed-paste markers, is loaded into a tmux buffer and pasted with
+  ``paste-buffer``, which writes to the program directly: no copy mode or key
+  table can take it, and Enter goes the same way. (tmux does not report
+  whether the program turned bracketed paste on, so the markers are always
+  sent; every agent we recognise turns it on.) A pane scrolled back in copy
+  mode is returned to the live screen first, as raw input would do.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import trio
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import DeliveryTiming, deliver
+from mirror_host.commands.agent_input import DeliveryTiming, bracketed, deliver
 from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
 from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
@@ -109,10 +111,11 @@ class TmuxAgentPanes:
             screen.feed(b"\x1b[%d;1H\x1b[0m" % (index + 1) + row.encode("utf-8"))
         return screen
 
-    async def _through_buffer(self, pane_id: UUID, data: bytes, *, bracket: bool) -> None:
+    async def _through_buffer(self, pane_id: UUID, data: bytes) -> None:
+        """Write ``data`` to the pane's program as it is (``-r``: no LF→CR translation)."""
         target = self._target(pane_id)
         name = f"mirror-host-{uuid.uuid4().hex[:12]}"
-        paste = ["paste-buffer", *(["-p"] if bracket else []), "-r", "-d", "-b", name, "-t", target]
+        paste = ["paste-buffer", "-r", "-d", "-b", name, "-t", target]
         try:
             await self.tmux("load-buffer", "-b", name, "-", ";", *paste, stdin=data)
         except PaneSourceError:
@@ -129,10 +132,10 @@ class TmuxAgentPanes:
         )
         if in_mode.strip() == "1":
             await self.source.leave_copy_mode(pane_id)
-        await self._through_buffer(pane_id, text.encode("utf-8"), bracket=True)
+        await self._through_buffer(pane_id, bracketed(text))
 
     async def press_enter(self, pane_id: UUID) -> None:
-        await self._through_buffer(pane_id, b"\r", bracket=False)
+        await self._through_buffer(pane_id, b"\r")
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)

@@ -327,11 +327,16 @@ async def test_a_vanished_pane_gets_nothing(state_dir: Path, kind: str) -> None:
         assert setup.agent.received() == b""
 
 
-async def test_local_agent_without_bracketed_paste_gets_nothing(state_dir: Path) -> None:
-    async with rig("local", state_dir, agent_args=("--no-bracketed-paste",)) as setup:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_agent_without_bracketed_paste(state_dir: Path, kind: str) -> None:
+    """The markers are always sent; a line break is never typed where it would be Enter."""
+    async with rig(kind, state_dir, agent_args=("--no-bracketed-paste",)) as setup:
         async with phone_on(setup) as (phone, sub):
             await screen_shows(phone, sub, "❯")
-            result = await send(phone, sub, setup, "line one\nline two")
-            assert (result["ok"], result["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
-            assert "bracketed paste" in result["error"]["message"]
-        assert await received_settles(setup.agent) == b""
+            assert await send(phone, sub, setup, "one line") == delivered("one line")
+            assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
+            if kind == "local":  # the host's own screen knows the mode is off
+                result = await send(phone, sub, setup, "line one\nline two")
+                assert (result["ok"], result["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
+                assert "bracketed paste" in result["error"]["message"]
+                assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
