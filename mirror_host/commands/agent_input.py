@@ -358,9 +358,9 @@ async def _confirm_and_enter(
     logger.info("delivered a %d-byte prompt to %s", len(prompt.encode()), before.agent)
     data: dict[str, JSONValue] = {
         "input": {
-            "bytes": len(prompt.encode("utf-8")),
-            "characters": grapheme_count(prompt),
             "source": "argument",
+            "characters": grapheme_count(prompt),
+            "bytes": len(prompt.encode("utf-8")),
             "trailing_enter_sent": True,
         }
     }

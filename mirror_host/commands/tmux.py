@@ -198,7 +198,7 @@ class TmuxCommands:
         state = detect(processes, ScreenText(screen)).state if screen and found else None
         record: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
-            "title": row.title or row.command or "Shell",
+            "title": found[0].display_name if found else row.command or "Shell",
             "cwd": row.path,
         }
         if found is not None:
@@ -289,7 +289,7 @@ class TmuxCommands:
                 "tab": {"id": row.window_id, "title": row.window_name, "selected": False},
                 "pane": {
                     "id": str(pane_id).upper(),
-                    "title": row.title or row.command,
+                    "title": profile.name if profile else row.command or "Shell",
                     "cwd": row.path,
                     "focused": False,
                 },

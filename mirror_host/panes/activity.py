@@ -26,7 +26,3 @@ class InputActivity:
     def last(self, pane_id: UUID) -> float | None:
         """When ``pane_id`` last got raw input, or ``None`` if never."""
         return self._last.get(pane_id)
-
-    def forget(self, pane_id: UUID) -> None:
-        """The pane is gone."""
-        self._last.pop(pane_id, None)

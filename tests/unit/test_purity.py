@@ -30,6 +30,7 @@ PURE_MODULES = [
     "mirror_host.panes.herdr.protocol",
     "mirror_host.commands.receipts",
     "mirror_host.commands.responses",
+    "mirror_host.panes.activity",
     "mirror_host.agents",
     "mirror_host.agents.detect",
     "mirror_host.agents.model",
