@@ -71,6 +71,12 @@ _POINTERS = (
 _SPINNER = re.compile(r"^[*·✢✳✶✻✽✺]\s+\S[^…]*…(?:\s*$|\s+\()")
 _BACKGROUND_AGENTS = re.compile(r"^[*·✢✳✶✻✽✺]\s+Waiting for [1-9]\d* background agents? to finish")
 _SURVEY = "how is claude doing this session"
+_TURN_LOOKBACK = 40
+#: The opening words of a dialog's own rows (its question, its key hints).
+_DIALOG_LINE = re.compile(
+    r"^ ?(?:Do you want to|Would you like to|Esc to cancel|Enter to (?:select|confirm))",
+    re.IGNORECASE,
+)
 #: Text Claude shows in an empty box that is not anybody's draft.
 _PLACEHOLDERS = frozenset({"Press up to edit queued messages"})
 
@@ -129,6 +135,24 @@ def _blocked(rows: Sequence[str]) -> str | None:
     return None
 
 
+def _dialog_above(rows: Sequence[str], box: _Box) -> str | None:
+    """A dialog drawn above a still-visible input box, in the current turn.
+
+    Claude replaces the box with its dialogs, but a screen caught mid-redraw (or
+    a look-alike) may show both; a prompt typed then would go to the dialog.
+    Only rows of the current turn count (those after the last prompt echo), and
+    only rows *shaped* like dialog lines (at column 0 or 1), so an answer that
+    merely mentions "Esc to cancel" (indented under its ``●``) does not.
+    """
+    for index in range(box.top - 1, max(-1, box.top - 1 - _TURN_LOOKBACK), -1):
+        row = rows[index].replace(NBSP, " ")
+        if row.startswith(PROMPT) and not _POINTERS[0].match(row):
+            break  # the echo of the last prompt
+        if _DIALOG_LINE.match(row) or _POINTERS[0].match(row):
+            return f"a dialog is open ({row.strip()[:40]!r})"
+    return None
+
+
 def _working(rows: Sequence[str], box: _Box) -> str | None:
     footer = rows[box.bottom + 1 :]
     if has_phrase(footer, ("esc to interrupt",)):
@@ -154,7 +178,7 @@ def read_claude(view: ScreenView) -> Reading:
         return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no input box on screen")
     draft = _draft(view, box)
     composer = Composer.DRAFT if draft else Composer.EMPTY
-    blocker = _blocked(rows[box.bottom + 1 :])
+    blocker = _blocked(rows[box.bottom + 1 :]) or _dialog_above(rows, box)
     if blocker is not None:
         return Reading(AgentState.BLOCKED, composer, draft, blocker)
     working = _working(rows, box)

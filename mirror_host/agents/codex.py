@@ -50,6 +50,8 @@ DIALOG_PHRASES = (
     "[y/n]",
     "yes (y)",
 )
+#: Phrases only a live approval shows (answers quoting them are rarer than these rows).
+_LIVE_DIALOG_PHRASES = ("press enter to confirm", "allow command?", "enter to submit answer")
 #: The transcript viewer (ctrl+t) shows history, not the live composer.
 _VIEWER_PHRASES = ("pgup/pgdn to", "q to quit")
 _OPTION = re.compile(r"^\s*[›>]\s*\d+\.\s")
@@ -117,6 +119,11 @@ def read_codex(view: ScreenView) -> Reading:
     blocker = _blocked(footer)
     if blocker is not None:
         return Reading(AgentState.BLOCKED, composer, draft, blocker)
+    above = [rows[i] for i in bottom_rows(rows, _STATUS_LOOKBACK, before=first)]
+    strong = has_phrase(above, _LIVE_DIALOG_PHRASES)
+    if strong is not None or matches_any(above, (_OPTION,)):
+        # An approval drawn above a still-visible composer (a half-drawn screen).
+        return Reading(AgentState.BLOCKED, composer, draft, "an approval is open")
     for index in reversed(bottom_rows(rows, _STATUS_LOOKBACK, before=first)):
         row = rows[index].replace(NBSP, " ")
         if row.startswith(_MARKERS):

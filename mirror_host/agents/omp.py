@@ -90,6 +90,10 @@ def read_omp(view: ScreenView) -> Reading:
     if rows[last + 1 :] and any(r.strip() for r in rows[last + 1 :]) and not draft:
         # Something under an empty editor that is not a palette of a `/` draft.
         return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="something covers the editor")
+    above = [rows[i] for i in bottom_rows(rows, 8, before=top)]
+    phrase = has_phrase(above, DIALOG_PHRASES)
+    if phrase is not None:  # a dialog's control row right above the editor
+        return Reading(AgentState.BLOCKED, composer, draft, f"a dialog is open ({phrase!r})")
     loader = [rows[i] for i in bottom_rows(rows, 6, before=top)]
     if matches_any(loader, (_LOADER,)):
         return Reading(AgentState.WORKING, composer, draft, "its loader is running")

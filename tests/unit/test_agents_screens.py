@@ -259,3 +259,35 @@ def test_omp_editor_states() -> None:
     assert verdict(Agent.OMP, TextView.of(covered))[:2] == (UNKNOWN, ABSENT)
     tool_box = "╭────╮\n│ $ ls │\n╰────╯"
     assert verdict(Agent.OMP, TextView.of(tool_box))[:2] == (UNKNOWN, ABSENT)
+
+
+def test_claude_dialog_above_a_visible_box_is_blocked() -> None:
+    """A half-redrawn screen (or a look-alike) can show a dialog and the box at once."""
+    both = claude(
+        "❯ ",
+        above="❯ clean up\n\n● Bash(rm -rf build)\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No",
+    )
+    assert verdict(Agent.CLAUDE, TextView.of(both))[0] is BLOCKED
+    pointer_only = claude("❯ ", above="● Pick one\n❯ 1. Red\n  2. Blue")
+    assert verdict(Agent.CLAUDE, TextView.of(pointer_only))[0] is BLOCKED
+
+
+def test_claude_answers_mentioning_dialog_words_are_not_dialogs() -> None:
+    answer = claude(
+        "❯ ",
+        above="❯ what is that prompt?\n\n● It asks: Do you want to proceed?\n  Esc to cancel closes it.",
+    )
+    assert verdict(Agent.CLAUDE, TextView.of(answer))[:2] == (IDLE, EMPTY)
+    older_turn = claude("❯ ", above=" Do you want to proceed?\n ❯ 1. Yes\n\n❯ next\n\n● Done.")
+    assert verdict(Agent.CLAUDE, TextView.of(older_turn))[:2] == (IDLE, EMPTY)
+
+
+def test_codex_and_omp_dialogs_above_a_visible_input_are_blocked() -> None:
+    codex = (
+        "Allow command?\n\n  $ rm -rf build\n\n› 1. Yes (y)\n  2. No (n)\n\n"
+        "› Ask Codex to do anything\n\n  gpt-5.6-luna"
+    )
+    assert verdict(Agent.CODEX, TextView.of(codex, faint_after(codex, 7, 2)))[0] is BLOCKED
+    top = "╭── π  > ⬢ Auto " + "─" * 30 + "╮"
+    omp = f"│ Enter select · ↑/↓ move · Esc cancel │\n╰{'─' * 38}╯\n{top}\n╰─{' ' * 40}─╯"
+    assert verdict(Agent.OMP, TextView.of(omp))[0] is BLOCKED
