@@ -71,6 +71,7 @@ _POINTERS = (
 _SPINNER = re.compile(r"^[*·✢✳✶✻✽✺]\s+\S[^…]*…(?:\s*$|\s+\()")
 _BACKGROUND_AGENTS = re.compile(r"^[*·✢✳✶✻✽✺]\s+Waiting for [1-9]\d* background agents? to finish")
 _SURVEY = "how is claude doing this session"
+_CURSOR = "█▌▐ "
 _TURN_LOOKBACK = 40
 #: The opening words of a dialog's own rows (its question, its key hints).
 _DIALOG_LINE = re.compile(
@@ -120,7 +121,8 @@ def _find_box(rows: Sequence[str]) -> _Box | None:
 
 def _draft(view: ScreenView, box: _Box) -> str:
     rows = view.rows
-    first = view.solid_text(box.prompt)[len(PROMPT) :].replace(NBSP, " ").strip()
+    # A block drawn as the cursor ("❯ █") is not text anybody typed.
+    first = view.solid_text(box.prompt)[len(PROMPT) :].replace(NBSP, " ").strip().rstrip(_CURSOR)
     rest = [rows[i].strip() for i in range(box.prompt + 1, box.bottom) if rows[i].strip()]
     text = "\n".join([first, *rest]).strip()
     return "" if text in _PLACEHOLDERS else text

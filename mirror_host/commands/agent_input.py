@@ -135,6 +135,8 @@ class AgentPanes(Protocol):
 
 _FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _PASTE_TOKEN = re.compile(r"^\[Pasted (?:text|content)[^\]]*\]", re.IGNORECASE)
+#: Glyphs some programs draw as their cursor at the end of the input.
+_CURSOR_GLYPHS = "█▌▐"
 #: The visible end of a long draft is enough once it is this long (the top may scroll away).
 _TAIL = 40
 
@@ -163,7 +165,7 @@ def carries(draft: str, prompt: str) -> bool:
     follows the token ends the prompt; a draft whose top scrolled out of view
     counts if its visible part, long enough to be telling, ends the prompt.
     """
-    wanted, seen = squash(prompt), squash(draft)
+    wanted, seen = squash(prompt), squash(draft).rstrip(_CURSOR_GLYPHS)
     if seen == wanted:
         return True
     token = _PASTE_TOKEN.match(draft.strip())

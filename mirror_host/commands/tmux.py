@@ -84,12 +84,18 @@ class TmuxAgentPanes:
         return self.source.pane_row(pane_id).pane_id
 
     async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
-        text = await self.tmux("display-message", "-p", "-t", self._target(pane_id), "#{pane_pid}")
+        """The foreground group of the pane's terminal; tmux's own guess if the OS won't say."""
+        text = await self.tmux(
+            "display-message", "-p", "-t", self._target(pane_id),
+            f"#{{pane_pid}}{SEPARATOR}#{{pane_current_command}}",
+        )  # fmt: skip
+        pid_text, _, name = text.strip("\n").partition(SEPARATOR)
         try:
-            pid = int(text.strip())
+            pid = int(pid_text)
         except ValueError as exc:
             raise PaneSourceError(f"tmux gave no pane pid ({text.strip()!r})") from exc
-        return await terminal_foreground(pid)
+        found = await terminal_foreground(pid)
+        return found or ((ForegroundProcess(pid=pid, name=name),) if name else ())
 
     async def screen(self, pane_id: UUID) -> Screen:
         """The mirrored screen if the pane is watched, else a fresh ``capture-pane``."""

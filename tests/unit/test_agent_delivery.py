@@ -218,3 +218,8 @@ def test_prompt_problem() -> None:
     assert prompt_problem(" \n ") == "The dispatch prompt is empty."
     for bad in ("\x1b[201~", "\x03", "\x7f", "\x9b2J", "\x00"):
         assert prompt_problem(f"a{bad}b") is not None, repr(bad)
+
+
+def test_carries_ignores_a_drawn_cursor() -> None:
+    assert carries("fix it█", "fix it")
+    assert not carries("fix█ it", "fix it")

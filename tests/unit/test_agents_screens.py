@@ -291,3 +291,8 @@ def test_codex_and_omp_dialogs_above_a_visible_input_are_blocked() -> None:
     top = "╭── π  > ⬢ Auto " + "─" * 30 + "╮"
     omp = f"│ Enter select · ↑/↓ move · Esc cancel │\n╰{'─' * 38}╯\n{top}\n╰─{' ' * 40}─╯"
     assert verdict(Agent.OMP, TextView.of(omp))[0] is BLOCKED
+
+
+def test_claude_a_drawn_block_cursor_is_not_a_draft() -> None:
+    assert verdict(Agent.CLAUDE, TextView.of(claude("❯ █")))[:2] == (IDLE, EMPTY)
+    assert verdict(Agent.CLAUDE, TextView.of(claude("❯ fix it█"))) == (IDLE, DRAFT, "fix it")
