@@ -40,12 +40,14 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
     """
     kind = config.source.kind
     if kind == "local":
+        from mirror_host.commands.local import LocalCommands
+        from mirror_host.commands.service import CommandService
         from mirror_host.panes.local import LocalSource
 
         source = LocalSource(
             config.local.commands, columns=config.local.columns, rows=config.local.rows
         )
-        return source, None
+        return source, CommandService(LocalCommands(source, profiles=config.profiles))
     if kind == "herdr":
         from mirror_host.commands.herdr import HerdrCommands
         from mirror_host.commands.service import CommandService
@@ -64,10 +66,12 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
             )
         return herdr, CommandService(HerdrCommands(herdr, profiles=config.profiles))
     if kind == "tmux":
+        from mirror_host.commands.service import CommandService
+        from mirror_host.commands.tmux import TmuxCommands
         from mirror_host.panes.tmux import TmuxSource
 
         tmux = TmuxSource(socket_name=config.tmux.socket_name, socket_path=config.tmux.socket_path)
-        return tmux, None
+        return tmux, CommandService(TmuxCommands(tmux, profiles=config.profiles))
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import trio
 
+from mirror_host.commands import catalogue
 from mirror_host.commands.responses import (
     INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
@@ -77,22 +76,8 @@ _SETTLE_POLL_SECONDS = 0.2
 
 
 def default_profiles() -> tuple[Profile, ...]:
-    """One profile per supported agent installed on ``PATH``."""
-    return tuple(
-        Profile(id=kind, name=name, agent=kind)
-        for kind, name in DEFAULT_AGENTS
-        if shutil.which(kind)
-    )
-
-
-def _git_root(path: str | None) -> str | None:
-    if not path:
-        return None
-    current = Path(path)
-    for candidate in (current, *current.parents):
-        if (candidate / ".git").exists():
-            return str(candidate)
-    return None
+    """One profile per agent Herdr can start that is installed on ``PATH``."""
+    return catalogue.default_profiles(DEFAULT_AGENTS)
 
 
 class HerdrCommands:
@@ -110,7 +95,7 @@ class HerdrCommands:
     def capabilities(self) -> tuple[str, ...]:
         """Only what really works on this server and this machine."""
         capabilities = []
-        available = any(shutil.which(p.agent) for p in self.profiles_table)
+        available = any(catalogue.profile_available(p) for p in self.profiles_table)
         if self._has_tab_create and self._has_agent_start and available:
             capabilities.append("launch-profile")
         if self._has_tab_create:
@@ -151,14 +136,8 @@ class HerdrCommands:
     @staticmethod
     def _worktree(workspace: Workspace, panes: list[HerdrPane]) -> dict[str, JSONValue]:
         path = workspace.cwd or next((p.cwd for p in panes if p.cwd), None) or ""
-        root = workspace.repo_root or _git_root(path)
-        return {
-            "id": workspace.id,
-            "name": workspace.label,
-            "path": path,
-            "root_path": root or path,
-            "kind": "git" if root else "plain",
-        }
+        root = workspace.repo_root or catalogue.git_root(path)
+        return catalogue.worktree_record(workspace.id, workspace.label, path, root)
 
     @staticmethod
     def _tab(tab: Tab) -> dict[str, JSONValue]:
@@ -217,32 +196,9 @@ class HerdrCommands:
 
     async def profiles(self) -> JSONValue:
         """The profile catalogue with availability on this machine."""
-        entries: list[JSONValue] = []
-        for profile in self.profiles_table:
-            availability: dict[str, JSONValue] = {"status": "available"}
-            if not shutil.which(profile.agent):
-                availability = {
-                    "status": "unavailable",
-                    "reason": f"{profile.name} is not on your shell's PATH",
-                }
-            entries.append(
-                {
-                    "id": profile.id,
-                    "name": profile.name,
-                    "enabled": True,
-                    "runtime": profile.agent,
-                    "availability": availability,
-                }
-            )
-        return cli_success("profiles", {"count": len(entries), "profiles": entries})
+        return catalogue.profiles_result(self.profiles_table)
 
     # ------------------------------------------------------------ create
-
-    def _find_profile(self, wanted: str) -> Profile | None:
-        for profile in self.profiles_table:
-            if profile.id == wanted:
-                return profile
-        return next((p for p in self.profiles_table if p.name == wanted), None)
 
     async def create(self, command: CreateCommand) -> JSONValue:
         """A background tab with a shell, or with the profile's agent and first prompt."""
@@ -258,8 +214,8 @@ class HerdrCommands:
             )
         profile = None
         if command.launch is not None:
-            profile = self._find_profile(command.launch.profile)
-            if profile is None or not shutil.which(profile.agent):
+            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
+            if profile is None or not catalogue.profile_available(profile):
                 return cli_error(
                     "create",
                     "PROFILE_NOT_FOUND",

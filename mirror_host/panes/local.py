@@ -18,6 +18,7 @@ import signal
 import struct
 import subprocess
 import termios
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ import trio
 
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import (
     Capability,
     HistoryCapture,
@@ -117,6 +119,9 @@ class LocalSource:
         self._cwd = cwd or os.getcwd()
         self._env = env
         self._panes: dict[UUID, LocalPane] = {}
+        self._nursery: trio.Nursery | None = None
+        #: When each pane last got raw input from a client (agent delivery checks it).
+        self.input_activity = InputActivity()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -124,6 +129,7 @@ class LocalSource:
         """Spawn every command and pump its output until cancelled."""
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 if self._commands:
                     programs = [(command, ["/bin/sh", "-c", command]) for command in self._commands]
                 else:
@@ -136,11 +142,26 @@ class LocalSource:
                     nursery.start_soon(self._write_replies, pane)
                 await trio.sleep_forever()
         finally:
+            self._nursery = None
             for pane in list(self._panes.values()):
                 self._terminate(pane)
             self._panes.clear()
 
-    def _spawn(self, command: str, argv: list[str]) -> LocalPane:
+    def spawn(self, argv: list[str], *, label: str, cwd: str | None = None) -> UUID:
+        """Start one more pane running ``argv`` (the ``create`` command); its id.
+
+        Raises:
+            PaneSourceError: the source is not running, or the program cannot start.
+        """
+        if self._nursery is None:
+            raise PaneSourceError("the local source is not running")
+        pane = self._spawn(label, argv, cwd=cwd)
+        self._panes[pane.id] = pane
+        self._nursery.start_soon(self._pump, pane)
+        self._nursery.start_soon(self._write_replies, pane)
+        return pane.id
+
+    def _spawn(self, command: str, argv: list[str], *, cwd: str | None = None) -> LocalPane:
         master_fd, slave_fd = os.openpty()
         fcntl.ioctl(
             slave_fd, termios.TIOCSWINSZ, struct.pack("HHHH", self._rows, self._columns, 0, 0)
@@ -155,7 +176,7 @@ class LocalSource:
                 stdin=slave_fd,
                 stdout=slave_fd,
                 stderr=slave_fd,
-                cwd=self._cwd,
+                cwd=cwd or self._cwd,
                 env=env,
                 start_new_session=True,
                 preexec_fn=_set_controlling_tty,
@@ -181,7 +202,7 @@ class LocalSource:
             process=process,
             master=trio.lowlevel.FdStream(master_fd),
             screen=Screen(self._columns, self._rows, on_reply=reply),
-            start_dir=self._cwd,
+            start_dir=cwd or self._cwd,
             reply_send=reply_send,
             reply_receive=reply_receive,
         )
@@ -311,6 +332,34 @@ class LocalSource:
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """Write input to the PTY unchanged."""
+        pane = self._pane(pane_id)
+        self.input_activity.note(pane_id, time.monotonic())
+        await self._write_raw(pane, data)
+
+    # ------------------------------------------------------------ for commands
+
+    def live_panes(self) -> list[LocalPane]:
+        """The panes whose programs still run, in start order."""
+        return [pane for pane in self._panes.values() if pane.alive]
+
+    def pane(self, pane_id: UUID) -> LocalPane:
+        """One live pane.
+
+        Raises:
+            PaneNotFound: it has exited.
+        """
+        return self._pane(pane_id)
+
+    def foreground_group(self, pane_id: UUID) -> int | None:
+        """The PTY's foreground process group (``tcgetpgrp`` on the master), if any."""
+        pane = self._pane(pane_id)
+        try:
+            return os.tcgetpgrp(pane.master.fileno())
+        except OSError:
+            return None
+
+    async def write_for_host(self, pane_id: UUID, data: bytes) -> None:
+        """Write bytes on the host's own behalf (agent delivery): not a client's raw input."""
         await self._write_raw(self._pane(pane_id), data)
 
     async def _write_raw(self, pane: LocalPane, data: bytes) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,6 +39,7 @@ import trio
 
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.lines import LineSplitter, LineTooLong
 from mirror_host.panes.model import (
     Capability,
@@ -255,6 +257,8 @@ class TmuxSource:
         self._relist = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._listed = trio.Event()
+        #: When each pane last got raw input from a client (agent delivery checks it).
+        self.input_activity = InputActivity()
 
     # ------------------------------------------------------------ running
 
@@ -590,6 +594,7 @@ class TmuxSource:
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """``send-keys -H``: the bytes reach the program unchanged (copy mode is left first)."""
         pane = self._pane(pane_id)
+        self.input_activity.note(pane_id, time.monotonic())
         target = pane.row.pane_id
         if pane.viewport is not None:
             await self._tmux("send-keys", "-X", "-t", target, "cancel")
@@ -597,6 +602,31 @@ class TmuxSource:
         for start in range(0, len(data), _SEND_CHUNK):
             chunk = data[start : start + _SEND_CHUNK]
             await self._tmux("send-keys", "-H", "-t", target, *(f"{b:02x}" for b in chunk))
+
+    # ------------------------------------------------------------ for commands
+
+    def pane_row(self, pane_id: UUID) -> PaneRow:
+        """The pane's row of the last listing.
+
+        Raises:
+            PaneNotFound: it is not listed.
+        """
+        return self._pane(pane_id).row
+
+    def pane_rows(self) -> list[tuple[UUID, PaneRow]]:
+        """Every listed pane with its row, in listing order."""
+        return [(pane.uuid, pane.row) for pane in self._panes.values()]
+
+    def pane_screen(self, pane_id: UUID) -> Screen | None:
+        """The pane's mirrored screen while somebody watches it, else ``None``."""
+        return self._pane(pane_id).screen
+
+    async def leave_copy_mode(self, pane_id: UUID) -> None:
+        """Back to the live pane if it is scrolled back (copy mode would take keys)."""
+        pane = self._pane(pane_id)
+        await self._tmux("send-keys", "-X", "-t", pane.row.pane_id, "cancel")
+        await self._update_scroll(pane)
+        pane.watchers.notify()
 
     async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
         """Page through tmux's history in copy mode by rows − 3 lines."""

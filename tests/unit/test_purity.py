@@ -35,6 +35,18 @@ PURE_MODULES = [
     "mirror_host.client.chooser",
     "mirror_host.client.conformance.ledger",
     "mirror_host.client.conformance.report",
+    "mirror_host.panes.activity",
+    "mirror_host.agents",
+    "mirror_host.agents.detect",
+    "mirror_host.agents.model",
+    "mirror_host.agents.process",
+    "mirror_host.agents.layout",
+    "mirror_host.agents.claude",
+    "mirror_host.agents.codex",
+    "mirror_host.agents.gemini",
+    "mirror_host.agents.opencode",
+    "mirror_host.agents.aider",
+    "mirror_host.agents.omp",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 

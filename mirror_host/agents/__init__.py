@@ -1,0 +1,40 @@
+"""Agent detection: which coding agent runs in a pane, its state and its composer. Pure.
+
+The foreground process names the agent (:mod:`.process`); the agent's own
+screen reader (:mod:`.claude`, :mod:`.codex`, :mod:`.gemini`, :mod:`.opencode`,
+:mod:`.aider`, :mod:`.omp`) reads its state and input box from the screen text.
+Nothing here reads a terminal, a process or a clock: sources hand in
+:class:`ForegroundProcess` values and a :class:`ScreenView`.
+"""
+
+from __future__ import annotations
+
+from mirror_host.agents.detect import READERS, detect, read_screen
+from mirror_host.agents.model import (
+    Agent,
+    AgentState,
+    Composer,
+    Detection,
+    ForegroundProcess,
+    Reading,
+    ScreenView,
+    TextView,
+)
+from mirror_host.agents.process import agent_named, identify, identify_group
+
+__all__ = [
+    "READERS",
+    "Agent",
+    "AgentState",
+    "Composer",
+    "Detection",
+    "ForegroundProcess",
+    "Reading",
+    "ScreenView",
+    "TextView",
+    "agent_named",
+    "detect",
+    "identify",
+    "identify_group",
+    "read_screen",
+]

@@ -1,0 +1,109 @@
+"""What every command backend lists the same way: profiles, worktrees, git roots. I/O (PATH, files).
+
+* Profiles are the ``[profiles]`` table of the config file or, without one,
+  one profile per known agent installed on ``PATH``; ``profiles`` reports each
+  with its availability on this machine.
+* A worktree (the ``create`` command's ``worktree`` selector, ``data.worktrees``
+  of ``list``) is a directory panes work in: the git root above it when there
+  is one (``kind: git``), else the directory itself (``kind: plain``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from mirror_host.commands.responses import cli_success
+from mirror_host.config import Profile
+from mirror_host.control.swiftjson import JSONValue
+
+__all__ = [
+    "default_profiles",
+    "find_profile",
+    "git_root",
+    "profile_available",
+    "profiles_result",
+    "worktree_for",
+    "worktree_record",
+]
+
+
+def default_profiles(agents: Iterable[tuple[str, str]]) -> tuple[Profile, ...]:
+    """One profile per ``(program, name)`` whose program is installed on ``PATH``."""
+    return tuple(
+        Profile(id=program, name=name, agent=program)
+        for program, name in agents
+        if shutil.which(program)
+    )
+
+
+def profile_available(profile: Profile) -> bool:
+    """Whether the profile's program is on ``PATH`` (or is an executable path)."""
+    return shutil.which(profile.agent) is not None
+
+
+def find_profile(profiles: Iterable[Profile], wanted: str) -> Profile | None:
+    """The profile with id ``wanted``, else the first named ``wanted``."""
+    table = tuple(profiles)
+    for profile in table:
+        if profile.id == wanted:
+            return profile
+    return next((p for p in table if p.name == wanted), None)
+
+
+def profiles_result(profiles: Iterable[Profile]) -> JSONValue:
+    """The ``prowl.cli.profiles.v1`` catalogue with availability on this machine."""
+    entries: list[JSONValue] = []
+    for profile in profiles:
+        availability: dict[str, JSONValue] = {"status": "available"}
+        if not profile_available(profile):
+            availability = {
+                "status": "unavailable",
+                "reason": f"{profile.name} is not on your shell's PATH",
+            }
+        entries.append(
+            {
+                "id": profile.id,
+                "name": profile.name,
+                "enabled": True,
+                "runtime": profile.agent,
+                "availability": availability,
+            }
+        )
+    return cli_success("profiles", {"count": len(entries), "profiles": entries})
+
+
+def git_root(path: str | None) -> str | None:
+    """The nearest directory at or above ``path`` that holds ``.git``, if any."""
+    if not path:
+        return None
+    current = Path(path)
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return None
+
+
+def worktree_record(
+    identifier: str, name: str, path: str, root: str | None
+) -> dict[str, JSONValue]:
+    """One ``list`` worktree: where it is and whether it is a git checkout."""
+    return {
+        "id": identifier,
+        "name": name,
+        "path": path,
+        "root_path": root or path,
+        "kind": "git" if root else "plain",
+    }
+
+
+def worktree_for(directory: str) -> dict[str, JSONValue]:
+    """The worktree a pane in ``directory`` works in, for sources without workspaces.
+
+    Its id is the worktree's path (the git root, else the directory): stable
+    across restarts and the same for every pane that shares it.
+    """
+    root = git_root(directory)
+    path = root or directory
+    return worktree_record(path, Path(path).name or path, path, root)

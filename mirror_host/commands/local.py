@@ -1,0 +1,214 @@
+"""Remote commands on the host's own PTY panes (docs/operations.md, "Commands"). I/O.
+
+* ``list``: every live pane with its worktree (git root or directory) and the
+  agent running in it; each pane is its own tab.
+* ``profiles``: the ``[profiles]`` table, or the known agents found on ``PATH``.
+* ``create``: a new pane in the worktree's directory, running the profile's
+  program directly or the login shell; with a prompt, the prompt is delivered
+  once the agent shows an empty composer.
+* ``agentsInput`` / ``agentsDispatch``: guarded delivery
+  (:mod:`mirror_host.commands.agent_input`): the bracketed paste and the Enter
+  are written to the PTY. The host keeps each pane's screen itself, so it knows
+  whether the agent turned bracketed paste on; if it has not, a prompt with
+  line breaks (each would arrive as Enter) is refused with nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
+
+from mirror_host.agents import ForegroundProcess, detect, identify_group
+from mirror_host.commands import catalogue
+from mirror_host.commands.agent_input import DeliveryTiming, PasteUnsupported, bracketed, deliver
+from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
+from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
+from mirror_host.control.swiftjson import JSONValue
+from mirror_host.errors import PaneSourceError
+from mirror_host.panes.foreground import process_group
+from mirror_host.panes.local import LocalPane, LocalSource, default_shell_command
+from mirror_host.terminal import Screen
+from mirror_host.terminal.view import ScreenText
+
+__all__ = ["LocalAgentPanes", "LocalCommands"]
+
+_BRACKETED_PASTE = 2004
+
+
+class LocalAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`LocalSource`."""
+
+    def __init__(self, source: LocalSource) -> None:
+        self.source = source
+
+    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        pgid = self.source.foreground_group(pane_id)
+        return await process_group(pgid) if pgid else ()
+
+    async def screen(self, pane_id: UUID) -> Screen:
+        return self.source.pane(pane_id).screen
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        screen = self.source.pane(pane_id).screen
+        if ("\n" in text or "\r" in text) and not screen.mode(_BRACKETED_PASTE):
+            # Without bracketed paste on, a line break would arrive as Enter.
+            raise PasteUnsupported(
+                "the agent has not turned bracketed paste on, so line breaks would send it"
+            )
+        await self.source.write_for_host(pane_id, bracketed(text))
+
+    async def press_enter(self, pane_id: UUID) -> None:
+        await self.source.write_for_host(pane_id, b"\r")
+
+    def last_raw_input(self, pane_id: UUID) -> float | None:
+        return self.source.input_activity.last(pane_id)
+
+
+class LocalCommands:
+    """The command backend for a :class:`LocalSource`."""
+
+    def __init__(
+        self,
+        source: LocalSource,
+        *,
+        profiles: tuple[Profile, ...] | None = None,
+        timing: DeliveryTiming | None = None,
+    ) -> None:
+        self.source = source
+        self.panes = LocalAgentPanes(source)
+        self.profiles_table = (
+            profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
+        )
+        self.timing = timing or DeliveryTiming()
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Launching needs an installed profile; the rest always works."""
+        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
+        return (
+            *(("launch-profile",) if launch else ()),
+            "launch-shell",
+            "agents-dispatch",
+            "agent-input",
+        )
+
+    async def run(self) -> None:
+        """Nothing to learn in the background."""
+
+    # ------------------------------------------------------------ catalogue
+
+    async def _describe(self, pane: LocalPane) -> tuple[dict[str, JSONValue], str]:
+        """The pane as ``list`` describes it (with its agent), and its task status."""
+        processes = await self.panes.foreground(pane.id) if pane.alive else ()
+        found = identify_group(processes)
+        state = detect(processes, ScreenText(pane.screen)).state if found else None
+        record: dict[str, JSONValue] = {
+            "id": str(pane.id).upper(),
+            "title": pane.title,
+            "cwd": pane.directory(),
+            "focused": False,
+        }
+        if found is not None:
+            record["agent"] = found[0].value
+        return record, task_status(state)
+
+    async def list(self) -> JSONValue:
+        """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""
+        worktrees: dict[str, dict[str, JSONValue]] = {}
+        items: list[JSONValue] = []
+        for pane in self.source.live_panes():
+            try:
+                record, status = await self._describe(pane)
+            except PaneSourceError:
+                continue  # exited while being listed
+            worktree = catalogue.worktree_for(str(record["cwd"]))
+            worktrees.setdefault(str(worktree["id"]), worktree)
+            items.append(
+                {
+                    "worktree": worktree,
+                    "tab": {"id": record["id"], "title": pane.title, "selected": False},
+                    "pane": record,
+                    "task": {"status": status},
+                }
+            )
+        return cli_success(
+            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
+        )
+
+    async def profiles(self) -> JSONValue:
+        """The profile catalogue with availability on this machine."""
+        return catalogue.profiles_result(self.profiles_table)
+
+    # ------------------------------------------------------------ create
+
+    async def create(self, command: CreateCommand) -> JSONValue:
+        """A new pane in the worktree, with the login shell or the profile's agent."""
+        worktree = next(
+            (
+                catalogue.worktree_for(pane.directory())
+                for pane in self.source.live_panes()
+                if catalogue.worktree_for(pane.directory())["id"] == command.worktree_id
+            ),
+            None,
+        )
+        if worktree is None:
+            return cli_error(
+                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
+            )
+        profile = None
+        argv = default_shell_command()
+        label = Path(argv[0]).name
+        if command.launch is not None:
+            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
+            if profile is None or not catalogue.profile_available(profile):
+                return cli_error(
+                    "create",
+                    "PROFILE_NOT_FOUND",
+                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
+                )
+            argv, label = [profile.agent, *profile.args], profile.name
+        try:
+            pane_id = self.source.spawn(argv, label=label, cwd=str(worktree["path"]))
+        except PaneSourceError as exc:
+            return cli_error("create", "CREATE_FAILED", f"Could not start the pane: {exc}")
+        if profile is not None and command.launch is not None and command.launch.prompt:
+            failure = await first_prompt(
+                self.panes, pane_id, command.launch.prompt, timing=self.timing
+            )
+            if failure is not None:
+                return failure
+        pane_record: dict[str, JSONValue] = {
+            "id": str(pane_id).upper(),
+            "title": label,
+            "cwd": str(worktree["path"]),
+            "focused": False,
+        }
+        data: dict[str, JSONValue] = {
+            "resource": "tab",
+            "target": {
+                "worktree": worktree,
+                "tab": {"id": str(pane_id).upper(), "title": label, "selected": False},
+                "pane": pane_record,
+            },
+        }
+        if profile is not None:
+            data["launch"] = {
+                "profile_id": profile.id,
+                "profile_name": profile.name,
+                "agent": profile.agent,
+            }
+        return cli_success("create", data)
+
+    # ------------------------------------------------------------ agent input
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
+        command = "agentsDispatch" if dispatch else "agentsInput"
+        return await deliver(
+            self.panes, pane_id, prompt, command=command, authorized=authorized, timing=self.timing
+        )

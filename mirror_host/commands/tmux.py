@@ -1,0 +1,332 @@
+"""Remote commands on tmux panes (docs/operations.md, "Commands"). I/O.
+
+* ``list``: every pane with its worktree (git root or directory), its window as
+  the tab, and the agent running in it; ``data.worktrees`` lists the worktrees.
+* ``profiles``: the ``[profiles]`` table, or the known agents found on ``PATH``.
+* ``create``: a new window in the session of a pane of the chosen worktree,
+  in the worktree's directory, running the profile's program (``exec``'d, so
+  the agent *is* the pane's process) or the default shell; with a prompt, the
+  prompt is delivered once the agent shows an empty composer.
+* ``agentsInput`` / ``agentsDispatch``: guarded delivery
+  (:mod:`mirror_host.commands.agent_input`). The prompt, wrapped in the
+  bracketed-paste markers, is loaded into a tmux buffer and pasted with
+  ``paste-buffer``, which writes to the program directly: no copy mode or key
+  table can take it, and Enter goes the same way. (tmux does not report
+  whether the program turned bracketed paste on, so the markers are always
+  sent; every agent we recognise turns it on.) A pane scrolled back in copy
+  mode is returned to the live screen first, as raw input would do.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import uuid
+from collections.abc import Callable
+from uuid import UUID
+
+import trio
+
+from mirror_host.agents import ForegroundProcess, detect, identify_group
+from mirror_host.commands import catalogue
+from mirror_host.commands.agent_input import DeliveryTiming, bracketed, deliver
+from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
+from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
+from mirror_host.control.swiftjson import JSONValue
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.foreground import terminal_foreground
+from mirror_host.panes.tmux import TmuxSource
+from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
+from mirror_host.terminal import Screen
+from mirror_host.terminal.view import ScreenText
+
+__all__ = ["TmuxAgentPanes", "TmuxCommands"]
+
+logger = logging.getLogger(__name__)
+
+_LISTED_SECONDS = 5.0
+_FOCUS_FORMAT = SEPARATOR.join(("#{pane_id}", "#{window_active}", "#{pane_active}", "#{pane_pid}"))
+
+
+class TmuxAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`TmuxSource`."""
+
+    def __init__(self, source: TmuxSource) -> None:
+        self.source = source
+
+    async def tmux(self, *args: str, stdin: bytes = b"") -> str:
+        """Run one tmux command line against the source's server.
+
+        Raises:
+            PaneNotFound: tmux no longer knows the pane.
+            PaneSourceError: any other failure.
+        """
+        try:
+            result = await trio.run_process(
+                [*self.source.base_command, *args],
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise PaneSourceError(f"cannot run tmux: {exc}") from exc
+        if result.returncode != 0:
+            message = result.stderr.decode("utf-8", "replace").strip()
+            if "can't find" in message:
+                raise PaneNotFound(f"tmux: {message}")
+            raise PaneSourceError(f"tmux {args[0]} failed: {message}")
+        return result.stdout.decode("utf-8", "replace")
+
+    def _target(self, pane_id: UUID) -> str:
+        return self.source.pane_row(pane_id).pane_id
+
+    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        """The foreground group of the pane's terminal; tmux's own guess if the OS won't say."""
+        text = await self.tmux(
+            "display-message", "-p", "-t", self._target(pane_id),
+            f"#{{pane_pid}}{SEPARATOR}#{{pane_current_command}}",
+        )  # fmt: skip
+        pid_text, _, name = text.strip("\n").partition(SEPARATOR)
+        try:
+            pid = int(pid_text)
+        except ValueError as exc:
+            raise PaneSourceError(f"tmux gave no pane pid ({text.strip()!r})") from exc
+        found = await terminal_foreground(pid)
+        return found or ((ForegroundProcess(pid=pid, name=name),) if name else ())
+
+    async def screen(self, pane_id: UUID) -> Screen:
+        """The mirrored screen if the pane is watched, else a fresh ``capture-pane``."""
+        mirrored = self.source.pane_screen(pane_id)
+        if mirrored is not None:
+            return mirrored
+        target = self._target(pane_id)
+        text = await self.tmux(
+            "display-message", "-p", "-t", target, "#{pane_width} #{pane_height}", ";",
+            "capture-pane", "-p", "-e", "-t", target,
+        )  # fmt: skip
+        size, _, body = text.partition("\n")
+        try:
+            columns, rows = (max(1, int(n)) for n in size.split())
+        except ValueError as exc:
+            raise PaneSourceError(f"tmux gave no pane size ({size!r})") from exc
+        screen = Screen(columns, rows)
+        for index, row in enumerate(body.split("\n")[:rows]):
+            screen.feed(b"\x1b[%d;1H\x1b[0m" % (index + 1) + row.encode("utf-8"))
+        return screen
+
+    async def _through_buffer(self, pane_id: UUID, data: bytes) -> None:
+        """Write ``data`` to the pane's program as it is (``-r``: no LF→CR translation)."""
+        target = self._target(pane_id)
+        name = f"mirror-host-{uuid.uuid4().hex[:12]}"
+        paste = ["paste-buffer", "-r", "-d", "-b", name, "-t", target]
+        try:
+            await self.tmux("load-buffer", "-b", name, "-", ";", *paste, stdin=data)
+        except PaneSourceError:
+            with trio.CancelScope(shield=True):
+                try:
+                    await self.tmux("delete-buffer", "-b", name)
+                except PaneSourceError:
+                    pass  # pasted (and deleted) after all, or never loaded
+            raise
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        in_mode = await self.tmux(
+            "display-message", "-p", "-t", self._target(pane_id), "#{pane_in_mode}"
+        )
+        if in_mode.strip() == "1":
+            await self.source.leave_copy_mode(pane_id)
+        await self._through_buffer(pane_id, bracketed(text))
+
+    async def press_enter(self, pane_id: UUID) -> None:
+        await self._through_buffer(pane_id, b"\r")
+
+    def last_raw_input(self, pane_id: UUID) -> float | None:
+        return self.source.input_activity.last(pane_id)
+
+
+class TmuxCommands:
+    """The command backend for a :class:`TmuxSource`."""
+
+    def __init__(
+        self,
+        source: TmuxSource,
+        *,
+        profiles: tuple[Profile, ...] | None = None,
+        timing: DeliveryTiming | None = None,
+    ) -> None:
+        self.source = source
+        self.panes = TmuxAgentPanes(source)
+        self.profiles_table = (
+            profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
+        )
+        self.timing = timing or DeliveryTiming()
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Launching needs an installed profile; the rest works on any tmux."""
+        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
+        return (
+            *(("launch-profile",) if launch else ()),
+            "launch-shell",
+            "agents-dispatch",
+            "agent-input",
+        )
+
+    async def run(self) -> None:
+        """Nothing to learn in the background."""
+
+    # ------------------------------------------------------------ catalogue
+
+    async def _focus(self) -> dict[str, tuple[bool, bool, int]]:
+        """``tmux pane id → (window active, pane active, pane pid)``."""
+        text = await self.panes.tmux("list-panes", "-a", "-F", _FOCUS_FORMAT)
+        found = {}
+        for line in text.splitlines():
+            parts = line.split(SEPARATOR)
+            if len(parts) == 4 and parts[3].isdigit():
+                found[parts[0]] = (parts[1] == "1", parts[2] == "1", int(parts[3]))
+        return found
+
+    async def _pane_record(
+        self, pane_id: UUID, row: PaneRow, pid: int
+    ) -> tuple[dict[str, JSONValue], str]:
+        """The pane as ``list`` describes it (with its agent), and its task status.
+
+        The status is read from the screen only for a pane somebody watches: only
+        those have a mirrored screen, and ``list`` never reads a terminal itself.
+        """
+        processes = await terminal_foreground(pid) if pid else ()
+        found = identify_group(processes)
+        screen = self.source.pane_screen(pane_id)
+        state = detect(processes, ScreenText(screen)).state if screen and found else None
+        record: dict[str, JSONValue] = {
+            "id": str(pane_id).upper(),
+            "title": found[0].display_name if found else row.command or "Shell",
+            "cwd": row.path,
+        }
+        if found is not None:
+            record["agent"] = found[0].value
+        return record, task_status(state)
+
+    async def list(self) -> JSONValue:
+        """``prowl.cli.list.v1``: panes grouped by worktree, windows as tabs."""
+        try:
+            focus = await self._focus()
+        except PaneSourceError as exc:
+            return cli_error("list", "LIST_FAILED", f"Failed to list panes ({exc}).")
+        worktrees: dict[str, dict[str, JSONValue]] = {}
+        items: list[JSONValue] = []
+        for pane_id, row in self.source.pane_rows():
+            window_active, pane_active, pid = focus.get(row.pane_id, (False, False, 0))
+            worktree = catalogue.worktree_for(row.path)
+            worktrees.setdefault(str(worktree["id"]), worktree)
+            pane, status = await self._pane_record(pane_id, row, pid)
+            pane["focused"] = window_active and pane_active
+            items.append(
+                {
+                    "worktree": worktree,
+                    "tab": {
+                        "id": row.window_id,
+                        "title": row.window_name,
+                        "selected": window_active,
+                    },
+                    "pane": pane,
+                    "task": {"status": status},
+                }
+            )
+        return cli_success(
+            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
+        )
+
+    async def profiles(self) -> JSONValue:
+        """The profile catalogue with availability on this machine."""
+        return catalogue.profiles_result(self.profiles_table)
+
+    # ------------------------------------------------------------ create
+
+    async def create(self, command: CreateCommand) -> JSONValue:
+        """A background window in the worktree, with a shell or the profile's agent."""
+        place = next(
+            (
+                (row.session_id, catalogue.worktree_for(row.path))
+                for _, row in self.source.pane_rows()
+                if catalogue.worktree_for(row.path)["id"] == command.worktree_id
+            ),
+            None,
+        )
+        if place is None:
+            return cli_error(
+                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
+            )
+        session_id, worktree = place
+        profile = None
+        shell_command: list[str] = []
+        if command.launch is not None:
+            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
+            if profile is None or not catalogue.profile_available(profile):
+                return cli_error(
+                    "create",
+                    "PROFILE_NOT_FOUND",
+                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
+                )
+            # One argument: tmux runs it with the shell, which `exec`s the agent.
+            shell_command = ["exec " + shlex.join([profile.agent, *profile.args])]
+        try:
+            created = await self.panes.tmux(
+                "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"{session_id}:",
+                "-c", str(worktree["path"]), *shell_command,
+            )  # fmt: skip
+            pane_id, row = await self._listed(created.strip())
+        except PaneSourceError as exc:
+            return cli_error("create", "CREATE_FAILED", f"Could not create the window: {exc}")
+        if profile is not None and command.launch is not None and command.launch.prompt:
+            failure = await first_prompt(
+                self.panes, pane_id, command.launch.prompt, timing=self.timing
+            )
+            if failure is not None:
+                return failure
+        data: dict[str, JSONValue] = {
+            "resource": "tab",
+            "target": {
+                "worktree": worktree,
+                "tab": {"id": row.window_id, "title": row.window_name, "selected": False},
+                "pane": {
+                    "id": str(pane_id).upper(),
+                    "title": profile.name if profile else row.command or "Shell",
+                    "cwd": row.path,
+                    "focused": False,
+                },
+            },
+        }
+        if profile is not None:
+            data["launch"] = {
+                "profile_id": profile.id,
+                "profile_name": profile.name,
+                "agent": profile.agent,
+            }
+        return cli_success("create", data)
+
+    async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
+        """Wait until the source lists the new pane (control mode reports the window)."""
+        with trio.move_on_after(_LISTED_SECONDS):
+            while True:
+                for pane_id, row in self.source.pane_rows():
+                    if row.pane_id == tmux_id:
+                        return pane_id, row
+                self.source.request_relist()
+                await trio.sleep(0.05)
+        raise PaneSourceError(f"tmux pane {tmux_id} was created but never listed")
+
+    # ------------------------------------------------------------ agent input
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
+        command = "agentsDispatch" if dispatch else "agentsInput"
+        return await deliver(
+            self.panes, pane_id, prompt, command=command, authorized=authorized, timing=self.timing
+        )

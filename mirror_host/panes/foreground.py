@@ -1,0 +1,160 @@
+"""A terminal's foreground process group, read from the operating system. I/O.
+
+Agent detection needs to know what runs in the foreground of a pane's
+terminal: for tmux, the terminal of the pane's first process (``pane_pid``);
+for local PTYs, the group ``tcgetpgrp`` reports on the master. On Linux the
+answer comes from ``/proc`` (``stat`` gives a process's group and its
+terminal's foreground group, ``comm`` and ``cmdline`` its names); elsewhere
+(macOS) from ``ps``, whose ``args`` column loses the boundaries between
+arguments that contain spaces, which name matching can live with.
+
+The group leader comes first: it is usually the program the shell started.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import trio
+
+from mirror_host.agents import ForegroundProcess
+
+__all__ = ["parse_ps_table", "parse_stat", "process_group", "terminal_foreground"]
+
+logger = logging.getLogger(__name__)
+
+_PROC = Path("/proc")
+#: Members of one group looked at, at most (a build farm in the foreground).
+_MAX_MEMBERS = 64
+
+
+def parse_stat(text: str) -> tuple[int, int] | None:
+    """``(process group, terminal foreground group)`` from a ``/proc/<pid>/stat`` line.
+
+    The command name in parentheses may itself contain spaces and parentheses,
+    so the fields are counted from the *last* closing parenthesis.
+    """
+    end = text.rfind(")")
+    if end < 0:
+        return None
+    fields = text[end + 1 :].split()
+    try:
+        return int(fields[2]), int(fields[5])
+    except (IndexError, ValueError):
+        return None
+
+
+def parse_ps_table(text: str) -> list[tuple[int, int]]:
+    """``(pid, pgid)`` pairs from ``ps -A -o pid=,pgid=`` output."""
+    pairs = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            pairs.append((int(parts[0]), int(parts[1])))
+    return pairs
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _describe_proc(pid: int) -> ForegroundProcess | None:
+    comm = _read(_PROC / str(pid) / "comm")
+    if comm is None:
+        return None
+    cmdline = _read(_PROC / str(pid) / "cmdline") or ""
+    argv = tuple(part for part in cmdline.split("\0") if part) if cmdline else ()
+    return ForegroundProcess(pid=pid, name=comm.strip(), argv=argv)
+
+
+def _members_proc(pgid: int) -> tuple[ForegroundProcess, ...]:
+    leader = _describe_proc(pgid)
+    found = [leader] if leader is not None else []
+    try:
+        entries = os.listdir(_PROC)
+    except OSError:
+        return tuple(found)
+    for entry in entries:
+        if len(found) >= _MAX_MEMBERS:
+            break
+        if not entry.isdigit() or int(entry) == pgid:
+            continue
+        stat = _read(_PROC / entry / "stat")
+        parsed = parse_stat(stat) if stat else None
+        if parsed is not None and parsed[0] == pgid:
+            member = _describe_proc(int(entry))
+            if member is not None:
+                found.append(member)
+    return tuple(found)
+
+
+async def _ps(*args: str) -> str | None:
+    try:
+        result = await trio.run_process(
+            ["ps", *args], capture_stdout=True, capture_stderr=True, check=False
+        )
+    except OSError as exc:
+        logger.debug("ps failed: %s", exc)
+        return None
+    if result.returncode != 0:
+        return None
+    return result.stdout.decode("utf-8", "replace")
+
+
+async def _describe_ps(pid: int) -> ForegroundProcess | None:
+    comm = await _ps("-o", "comm=", "-p", str(pid))
+    if comm is None or not comm.strip():
+        return None
+    args = await _ps("-o", "args=", "-p", str(pid))
+    name = comm.strip().rsplit("/", 1)[-1]
+    return ForegroundProcess(pid=pid, name=name, argv=tuple((args or "").split()))
+
+
+async def _members_ps(pgid: int) -> tuple[ForegroundProcess, ...]:
+    table = await _ps("-A", "-o", "pid=,pgid=")
+    pids = [pgid] + [pid for pid, group in parse_ps_table(table or "") if group == pgid]
+    found: list[ForegroundProcess] = []
+    for pid in dict.fromkeys(pids):  # leader first, no repeats
+        if len(found) >= _MAX_MEMBERS:
+            break
+        process = await _describe_ps(pid)
+        if process is not None:
+            found.append(process)
+    return tuple(found)
+
+
+def _use_proc(use_proc: bool | None) -> bool:
+    return (_PROC / "self" / "stat").exists() if use_proc is None else use_proc
+
+
+async def process_group(
+    pgid: int, *, use_proc: bool | None = None
+) -> tuple[ForegroundProcess, ...]:
+    """The processes of group ``pgid``, leader first (empty if it is gone)."""
+    if pgid <= 0:
+        return ()
+    if _use_proc(use_proc):
+        return _members_proc(pgid)
+    return await _members_ps(pgid)
+
+
+async def terminal_foreground(
+    pid: int, *, use_proc: bool | None = None
+) -> tuple[ForegroundProcess, ...]:
+    """The foreground process group of the terminal ``pid`` runs on, leader first."""
+    tpgid: int | None = None
+    if _use_proc(use_proc):
+        stat = _read(_PROC / str(pid) / "stat")
+        parsed = parse_stat(stat) if stat else None
+        tpgid = parsed[1] if parsed else None
+    else:
+        text = await _ps("-o", "tpgid=", "-p", str(pid))
+        tpgid = int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
+    if tpgid is None or tpgid <= 0:
+        return ()
+    return await process_group(tpgid, use_proc=use_proc)

@@ -1,0 +1,61 @@
+"""A :class:`~mirror_host.terminal.Screen` as agent detection reads it. Native, no I/O.
+
+The rows come from one plain-text formatting of the active screen (cheap);
+styles are read cell by cell only for the few rows a screen reader asks about
+(the composer's), because reading every cell of a 215×64 screen takes far
+longer than formatting it. Use a view within one synchronous stretch of code:
+it reads the screen lazily, so the screen must not be fed in between.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from mirror_host.terminal.screen import Screen
+
+__all__ = ["ScreenText"]
+
+
+class ScreenText:
+    """The active screen's rows, its visible cursor, and rows with faint text blanked."""
+
+    def __init__(self, screen: Screen) -> None:
+        self._screen = screen
+        columns, rows = screen.size
+        self._columns = columns
+        lines = screen.active_text().split("\n")[:rows]
+        lines += [""] * (rows - len(lines))
+        self._rows = tuple(line.rstrip() for line in lines)
+        self._cursor = screen.cursor if screen.mode(25) else None
+        self._solid: dict[int, str] = {}
+
+    @property
+    def rows(self) -> Sequence[str]:
+        return self._rows
+
+    @property
+    def cursor(self) -> tuple[int, int] | None:
+        return self._cursor
+
+    def solid_text(self, row: int) -> str:
+        """Row ``row`` with every faint (SGR 2) character replaced by a space."""
+        cached = self._solid.get(row)
+        if cached is not None:
+            return cached
+        out: list[str] = []
+        skip_spacer = False
+        for x in range(self._columns):
+            text, style = self._screen.cell(x, row)
+            if not text:
+                if skip_spacer:  # the second cell of a wide character
+                    skip_spacer = False
+                    continue
+                out.append(" ")
+                continue
+            faint = bool(dict(style).get("faint"))
+            out.append(" " * len(text) if faint else text)
+            skip_spacer = unicodedata.east_asian_width(text[0]) in ("W", "F")
+        solid = "".join(out).rstrip()
+        self._solid[row] = solid
+        return solid

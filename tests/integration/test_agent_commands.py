@@ -1,0 +1,176 @@
+"""``list``, ``profiles`` and ``create`` on tmux and local panes, through the real host."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import login
+from mirror_host.config import Profile
+from tests.integration.agent_helpers import (
+    FakeAgent,
+    bracketed,
+    command,
+    received_settles,
+    screen_shows,
+    submissions_after,
+)
+from tests.integration.conftest import paired, port_of
+from tests.integration.test_agent_input import KINDS, phone_on, rig
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def repo(state_dir: Path) -> Path:
+    """A git checkout (a ``.git`` directory is all a worktree root needs) with a subdirectory."""
+    root = state_dir / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    return root
+
+
+@pytest.fixture
+def claude_bin(state_dir: Path) -> Path:
+    """An interpreter called ``claude``: what ``ps`` and tmux see is the agent's name."""
+    directory = state_dir / "bin"
+    directory.mkdir()
+    program = directory / "claude"
+    program.symlink_to(sys.executable)
+    return program
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_list_profiles_and_task_status(
+    state_dir: Path, repo: Path, claude_bin: Path, kind: str
+) -> None:
+    profiles = (
+        Profile(id="fake", name="Fake Claude", agent=str(claude_bin)),
+        Profile(id="ghost", name="Ghost", agent="no-such-agent-anywhere"),
+    )
+    async with rig(kind, state_dir, cwd=repo / "src", profiles=profiles) as setup:
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            listed = await command(client, c.ListCommand())
+            assert (listed["ok"], listed["command"], listed["schema_version"]) == (
+                True, "list", "prowl.cli.list.v1",
+            )  # fmt: skip
+            data = listed["data"]
+            assert data["count"] == len(data["items"]) >= 2
+            by_pane = {item["pane"]["id"]: item for item in data["items"]}
+            agent = by_pane[str(setup.pane).upper()]
+            assert agent["pane"]["agent"] == "claude"
+            assert agent["pane"]["cwd"] == str(repo / "src")
+            assert agent["worktree"] == {
+                "id": str(repo), "name": "repo", "path": str(repo),
+                "root_path": str(repo), "kind": "git",
+            }  # fmt: skip
+            assert agent["task"] == {"status": "idle"}
+            shell = by_pane[str(setup.shell).upper()]
+            assert "agent" not in shell["pane"]
+            assert shell["worktree"]["kind"] == "plain" and shell["worktree"]["id"] == str(
+                state_dir
+            )
+            assert {w["id"] for w in data["worktrees"]} == {str(repo), str(state_dir)}
+            for item in data["items"]:
+                assert set(item) == {"worktree", "tab", "pane", "task"}
+                assert set(item["tab"]) == {"id", "title", "selected"}
+
+            catalogue = await command(client, c.ProfilesCommand())
+            assert catalogue["schema_version"] == "prowl.cli.profiles.v1"
+            status = {p["id"]: p["availability"]["status"] for p in catalogue["data"]["profiles"]}
+            assert status == {"fake": "available", "ghost": "unavailable"}
+        listing: set[str] = set()
+        async with phone_on(setup, advertised=listing) as (phone, sub):
+            assert "launch-profile" in listing
+            setup.agent.set(state="working")
+            await screen_shows(phone, sub, "Puzzling")
+            # A subscribed connection may still ask for `list`, with its lease. (One
+            # look at a screen can catch the agent mid-redraw, so ask until it shows.)
+            with trio.fail_after(20):
+                while True:
+                    watched = await command(phone, c.ListCommand(), sub=sub)
+                    mine = next(
+                        i
+                        for i in watched["data"]["items"]
+                        if i["pane"]["id"] == str(setup.pane).upper()
+                    )
+                    if mine["task"] == {"status": "running"}:
+                        break
+                    await trio.sleep(0.1)
+
+
+async def new_pane_id(result: dict[str, Any]) -> str:
+    assert result["ok"] is True, result
+    assert result["command"] == "create" and result["schema_version"] == "prowl.cli.create.v1"
+    target = result["data"]["target"]
+    assert set(target) == {"worktree", "tab", "pane"}
+    return str(target["pane"]["id"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_create_a_shell_and_an_agent_with_its_first_prompt(
+    state_dir: Path, repo: Path, claude_bin: Path, kind: str
+) -> None:
+    launched = FakeAgent(state_dir / "launched", "launched")
+    profile = Profile(
+        id="fake", name="Fake Claude", agent=str(claude_bin), args=tuple(launched.arguments())
+    )
+    async with rig(kind, state_dir, cwd=repo, profiles=(profile,)) as setup:
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            shell = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab", worktree_id=str(repo), launch=None, background=True
+                ),
+            )
+            shell_pane = await new_pane_id(shell)
+            assert "launch" not in shell["data"]
+            assert shell["data"]["target"]["worktree"]["id"] == str(repo)
+            assert shell["data"]["target"]["pane"]["cwd"] == str(repo)
+
+            agent = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=str(repo),
+                    launch=c.Launch(profile="fake", prompt="first task"),
+                    background=True,
+                ),
+            )
+            agent_pane = await new_pane_id(agent)
+            assert agent["data"]["launch"] == {
+                "profile_id": "fake", "profile_name": "Fake Claude", "agent": str(claude_bin),
+            }  # fmt: skip
+            assert await submissions_after(launched, 1) == [
+                {"prompt": "first task", "state": "idle"}
+            ]
+            assert await received_settles(launched) == bracketed("first task") + b"\r"
+
+            listed = await command(client, c.ListCommand())
+            panes = {item["pane"]["id"]: item for item in listed["data"]["items"]}
+            assert shell_pane in panes and agent_pane in panes
+            assert panes[agent_pane]["pane"]["agent"] == "claude"
+
+            unknown = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab", worktree_id="/nowhere", launch=None, background=True
+                ),
+            )
+            assert unknown["error"]["code"] == "TARGET_NOT_FOUND"
+            missing = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=str(repo),
+                    launch=c.Launch(profile="nope", prompt=None),
+                    background=True,
+                ),
+            )
+            assert missing["error"]["code"] == "PROFILE_NOT_FOUND"
+        assert setup.agent.received() == b""  # nothing reached the first agent

@@ -1,0 +1,225 @@
+"""Guarded delivery's edges that real panes cannot be timed into: the lease lost between
+paste and Enter, an echo that never comes, a dialog or another process appearing after
+the paste, a Mac typing meanwhile. The pane here is a real libghostty screen drawn like
+Claude Code; only the source around it is scripted."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from mirror_host.agents import ForegroundProcess
+from mirror_host.commands.agent_input import (
+    DeliveryTiming,
+    PasteUnsupported,
+    bracketed,
+    carries,
+    deliver,
+    prompt_problem,
+)
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.terminal import Screen
+
+FAST = DeliveryTiming(settle_seconds=0.3, settle_poll=0.01, echo_seconds=0.3, echo_poll=0.01)
+WIDTH, HEIGHT = 100, 20
+CLAUDE = ForegroundProcess(pid=100, name="claude", argv=("claude",))
+
+
+def draw(composer: str = "", *, dialog: bool = False) -> Screen:
+    rule = "─" * WIDTH
+    rows = ["╭─── Claude Code ───╮", "", "● Earlier answer.", ""]
+    if dialog:
+        rows += [rule, " Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel"]
+    else:
+        rows += [rule, f"❯\u00a0{composer}", rule, "  [Opus 4.8] ~/project"]
+    screen = Screen(WIDTH, HEIGHT)
+    screen.feed(b"\x1b[?2004h" + "\r\n".join(rows).encode())
+    return screen
+
+
+class ScriptedPanes:
+    """An :class:`AgentPanes` whose pane is a drawn screen; the agent echoes pastes."""
+
+    def __init__(self) -> None:
+        self.current = draw()
+        self.processes: tuple[ForegroundProcess, ...] = (CLAUDE,)
+        self.written: list[bytes] = []
+        self.echo = True
+        self.after_paste: Callable[[], None] = lambda: None
+        self.paste_error: Exception | None = None
+        self.raw_input: float | None = None
+        self.gone = False
+
+    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        if self.gone:
+            raise PaneNotFound("gone")
+        return self.processes
+
+    async def screen(self, pane_id: UUID) -> Screen:
+        if self.gone:
+            raise PaneNotFound("gone")
+        return self.current
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        if self.paste_error is not None:
+            raise self.paste_error
+        self.written.append(bracketed(text))
+        if self.echo:
+            self.current = draw(text)
+        self.after_paste()
+
+    async def press_enter(self, pane_id: UUID) -> None:
+        self.written.append(b"\r")
+
+    def last_raw_input(self, pane_id: UUID) -> float | None:
+        return self.raw_input
+
+
+async def run(panes: ScriptedPanes, prompt: str = "fix it", **options: Any) -> Any:
+    authorized = options.pop("authorized", lambda: True)
+    return await deliver(
+        panes, uuid4(), prompt, command="agentsInput", authorized=authorized, timing=FAST
+    )
+
+
+def error(result: Any) -> tuple[str, str]:
+    assert result["ok"] is False
+    return result["error"]["code"], result["error"]["message"]
+
+
+async def test_delivered_with_exactly_one_enter() -> None:
+    panes = ScriptedPanes()
+    result = await run(panes, "fix it")
+    assert result["ok"] is True and result["data"]["input"]["trailing_enter_sent"] is True
+    assert panes.written == [bracketed("fix it"), b"\r"]
+
+
+async def test_lease_lost_before_the_paste_types_nothing() -> None:
+    panes = ScriptedPanes()
+    result = await run(panes, authorized=lambda: False)
+    assert result["error"]["code"] == "REMOTE_COMMAND_REJECTED"
+    assert panes.written == []
+
+
+async def test_lease_lost_after_the_paste_sends_no_enter() -> None:
+    panes = ScriptedPanes()
+    checks = iter([True, False])
+    result = await run(panes, authorized=lambda: next(checks))
+    code, message = error(result)
+    assert code == "SEND_FAILED" and "lost the pane" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_no_echo_no_enter() -> None:
+    panes = ScriptedPanes()
+    panes.echo = False
+    code, message = error(await run(panes))
+    assert code == "SEND_FAILED" and "never appeared" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_a_dialog_after_the_paste_gets_no_enter() -> None:
+    panes = ScriptedPanes()
+
+    def dialog() -> None:
+        panes.current = draw(dialog=True)
+
+    panes.after_paste = dialog
+    code, message = error(await run(panes))
+    assert code == "SEND_FAILED" and "dialog" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_another_process_after_the_paste_gets_no_enter() -> None:
+    panes = ScriptedPanes()
+
+    def restarted() -> None:
+        panes.processes = (ForegroundProcess(pid=101, name="claude", argv=("claude",)),)
+
+    panes.after_paste = restarted
+    code, message = error(await run(panes))
+    assert code == "SEND_FAILED" and "agent in the pane changed" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_mac_typing_meanwhile_gets_no_enter() -> None:
+    panes = ScriptedPanes()
+
+    def typed() -> None:
+        panes.raw_input = time.monotonic()
+
+    panes.after_paste = typed
+    code, message = error(await run(panes))
+    assert code == "SEND_FAILED" and "typed" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_extra_text_in_the_composer_gets_no_enter() -> None:
+    panes = ScriptedPanes()
+
+    def typed_too() -> None:
+        panes.current = draw("fix it and more")
+
+    panes.after_paste = typed_too
+    code, _ = error(await run(panes))
+    assert code == "SEND_FAILED"
+    assert panes.written == [bracketed("fix it")]
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (PasteUnsupported("no bracketed paste"), "DISPATCH_TARGET_BUSY"),
+        (PaneSourceError("tmux exploded"), "SEND_FAILED"),
+        (PaneNotFound("gone mid-paste"), "SEND_FAILED"),
+    ],
+)
+async def test_paste_failures(failure: Exception, code: str) -> None:
+    panes = ScriptedPanes()
+    panes.paste_error = failure
+    assert error(await run(panes))[0] == code
+    assert b"\r" not in panes.written
+
+
+async def test_gone_before_anything_is_target_not_found() -> None:
+    panes = ScriptedPanes()
+    panes.gone = True
+    assert error(await run(panes))[0] == "TARGET_NOT_FOUND"
+
+
+async def test_draft_and_dialog_are_refused_at_once() -> None:
+    panes = ScriptedPanes()
+    panes.current = draw("half a thought")
+    assert "draft" in error(await run(panes))[1]
+    panes.current = draw(dialog=True)
+    assert "waiting for an answer" in error(await run(panes))[1]
+    panes.processes = (ForegroundProcess(pid=5, name="bash", argv=("-bash",)),)
+    assert error(await run(panes))[0] == "AGENT_NOT_FOUND"
+    assert panes.written == []
+
+
+def test_carries() -> None:
+    assert carries("fix it\nand test", "fix it and test")
+    assert carries("[Pasted text #2 +3 lines]", "a\nb\nc\nd")
+    assert carries("[Pasted text #2 +5 lines] tail end", "head\n" * 5 + "tail end")
+    assert not carries("[Pasted text #2 +5 lines] tail", "head\n" * 5 + "tail end")
+    assert not carries("fix it and more", "fix it")
+    assert not carries("it", "fix it")  # a short visible part proves nothing
+    long = "word " * 40
+    assert carries(long[-60:], long)  # the top of a long draft scrolled away
+
+
+def test_prompt_problem() -> None:
+    assert prompt_problem("hello\n\tworld\r\n") is None
+    assert prompt_problem(" \n ") == "The dispatch prompt is empty."
+    for bad in ("\x1b[201~", "\x03", "\x7f", "\x9b2J", "\x00"):
+        assert prompt_problem(f"a{bad}b") is not None, repr(bad)
+
+
+def test_carries_ignores_a_drawn_cursor() -> None:
+    assert carries("fix it█", "fix it")
+    assert not carries("fix█ it", "fix it")

@@ -1,0 +1,29 @@
+"""A real screen as agent detection reads it: rows, faint text blanked, the cursor."""
+
+from __future__ import annotations
+
+from mirror_host.terminal import Screen
+from mirror_host.terminal.view import ScreenText
+
+
+def test_faint_text_is_blanked_and_wide_characters_keep_their_place() -> None:
+    screen = Screen(40, 5)
+    screen.feed("top\r\n❯\u00a0日本語 \x1b[2mfaint tail\x1b[0m\r\n\x1b[2mall faint\x1b[0m".encode())
+    view = ScreenText(screen)
+    assert list(view.rows) == ["top", "❯\u00a0日本語 faint tail", "all faint", "", ""]
+    assert view.solid_text(1) == "❯\u00a0日本語"
+    assert view.solid_text(2) == ""
+    assert view.solid_text(0) == "top"
+    # Faint text in the middle keeps the columns of what follows it.
+    screen.feed("\r\nab\x1b[2mcd\x1b[0mef 👋 x".encode())
+    view = ScreenText(screen)
+    assert view.rows[3] == "abcdef 👋 x"
+    assert view.solid_text(3) == "ab  ef 👋 x"
+
+
+def test_cursor_only_while_visible() -> None:
+    screen = Screen(20, 4)
+    screen.feed(b"\x1b[3;5H")
+    assert ScreenText(screen).cursor == (4, 2)
+    screen.feed(b"\x1b[?25l")
+    assert ScreenText(screen).cursor is None
