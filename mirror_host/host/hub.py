@@ -287,6 +287,17 @@ class Hub:
         )
         sub = _Subscription(connection, lease, request.pane_id)
         self._nursery.start_soon(self._sample_task, sub)
+        try:
+            await self._grant(sub, request.intent)
+        finally:
+            if not sub.granted.is_set():
+                # Refused, failed, or the connection went away while waiting:
+                # the sampler (and the source's watch) goes with it.
+                sub.scope.cancel()
+
+    async def _grant(self, sub: _Subscription, intent: Intent) -> None:
+        """Wait (bounded) for the first capture, then take the pane for ``sub``."""
+        connection, session = sub.connection, sub.connection.session
         with trio.move_on_after(FIRST_CAPTURE_SECONDS):
             await sub.first_ready.wait()
         if isinstance(sub.first_error, PaneNotFound):
@@ -302,23 +313,21 @@ class Hub:
                 FIRST_CAPTURE_SECONDS,
             )
         if session.is_closed:
-            sub.scope.cancel()
             return
-        previous = self._holders.get(request.pane_id)
+        previous = self._holders.get(sub.pane_id)
         if previous is not None:
-            if request.intent is not Intent.TAKEOVER:
-                sub.scope.cancel()
+            if intent is not Intent.TAKEOVER:
                 session.send_pane_busy()
                 return
             self._end(previous, EndReason.TAKEN_OVER)
             logger.info("%s took over a pane from %s", connection.label, previous.connection.label)
         first = sub.first_capture
         sequence = session.grant_lease(
-            lease, host_run_id=self.host_run_id, first_capture=first, now=trio.current_time()
+            sub.lease, host_run_id=self.host_run_id, first_capture=first, now=trio.current_time()
         )
         if sequence is not None:
             self.frames_sent += 1
-        self._holders[request.pane_id] = sub
+        self._holders[sub.pane_id] = sub
         self._by_connection[connection] = sub
         if first is None:
             sub.refresh_pending = True  # the first capture is still coming: sample again

@@ -254,3 +254,24 @@ async def test_a_pane_that_goes_away_while_a_scroll_is_applied_ends_the_lease(
         assert await peer.next(c.Ended, within=2.0) == c.Ended(reason=c.EndReason.PANE_CLOSED)
         with trio.fail_after(1):
             await peer.closed.wait()
+
+
+async def test_a_connection_gone_during_a_slow_first_capture_leaves_no_watcher(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["first_capture"] = 3.0
+    async with hub_with(source) as (hub, owner, nursery):
+        peer = await connect(owner, nursery)
+        await peer.send(
+            c.Subscribe(pane_id=pane, representation=c.Representation.VT, intent=c.Intent.IF_FREE)
+        )
+        await trio.sleep(1.0)
+        assert source.panes[pane].watchers  # the sampler is watching, capture under way
+        await peer.stream.aclose()
+        await trio.sleep(5.0)
+        assert owner.closed
+        assert not source.panes[pane].watchers  # the abandoned sampler went with it
+        status = await hub.status()
+        assert status["subscribed"] == 0
