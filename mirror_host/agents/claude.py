@@ -18,6 +18,10 @@ the same glyph. Dialog phrases ("Esc to cancel", "Do you want to proceed?") and
 focused options in the rows below the box, or anywhere near the bottom when
 there is no box, mean ``blocked``.
 
+A look-alike that prints a long draft as one line leaves the wrapping to the
+terminal: such continuation rows start at column 0, and are told from stray
+text in the box by the terminal's soft-wrap flag.
+
 Working is read from the live spinner row above the box (``✢ Puzzling… (3m 3s
 · ↓ 9.2k tokens)``; a finished turn reads ``✻ Worked for 3s``, without the
 ellipsis), from "Waiting for N background agents to finish", or from "esc to
@@ -98,8 +102,9 @@ class _Box:
     bottom: int
 
 
-def _find_box(rows: Sequence[str]) -> _Box | None:
+def _find_box(view: ScreenView) -> _Box | None:
     """The input box, if it is the last thing on screen (its status rows aside)."""
+    rows = view.rows
     end = last_nonblank(rows)
     index = end
     while index >= 0 and end - index <= _MAX_FOOTER_ROWS and not _is_rule(rows[index]):
@@ -109,8 +114,8 @@ def _find_box(rows: Sequence[str]) -> _Box | None:
     bottom = index
     index -= 1
     while index >= 0 and bottom - index <= _MAX_BOX_ROWS and not rows[index].startswith(PROMPT):
-        if rows[index].strip() and not rows[index].startswith("  "):
-            return None  # not a continuation row: this is no input box
+        if rows[index].strip() and not rows[index].startswith("  ") and not view.continues(index):
+            return None  # neither indented nor soft-wrapped: this is no input box
         index -= 1
     if index < 1 or not rows[index].startswith(PROMPT) or not _is_rule(rows[index - 1]):
         return None
@@ -123,8 +128,13 @@ def _draft(view: ScreenView, box: _Box) -> str:
     rows = view.rows
     # A block drawn as the cursor ("❯ █") is not text anybody typed.
     first = view.solid_text(box.prompt)[len(PROMPT) :].replace(NBSP, " ").strip().rstrip(_CURSOR)
-    rest = [rows[i].strip() for i in range(box.prompt + 1, box.bottom) if rows[i].strip()]
-    text = "\n".join([first, *rest]).strip()
+    lines = [first]
+    for index in range(box.prompt + 1, box.bottom):
+        if view.continues(index):
+            lines[-1] += rows[index].rstrip()  # the terminal wrapped this line
+        elif rows[index].strip():
+            lines.append(rows[index].strip())
+    text = "\n".join(lines).strip()
     return "" if text in _PLACEHOLDERS else text
 
 
@@ -171,7 +181,7 @@ def _working(rows: Sequence[str], box: _Box) -> str | None:
 def read_claude(view: ScreenView) -> Reading:
     """Claude Code's state and composer (module docstring)."""
     rows = view.rows
-    box = _find_box(rows)
+    box = _find_box(view)
     if box is None:
         region = [rows[i] for i in bottom_rows(rows, 30)]
         blocker = _blocked(region)

@@ -102,6 +102,17 @@ def test_claude_unknown_layouts_are_not_ready(screen: str) -> None:
     assert found.state is UNKNOWN and found.composer is ABSENT and not found.ready
 
 
+def test_claude_soft_wrapped_draft_rows_belong_to_the_box() -> None:
+    """A long draft printed as one line: the terminal wraps it to column 0 of the next row."""
+    text = claude("❯ " + "a" * 58 + "\n" + "b" * 30)
+    row = text.split("\n").index("b" * 30)
+    assert verdict(Agent.CLAUDE, TextView.of(text, wrapped={row})) == (
+        IDLE, DRAFT, "a" * 58 + "b" * 30,
+    )  # fmt: skip
+    # The same row without the soft-wrap flag is stray text: no input box.
+    assert verdict(Agent.CLAUDE, TextView.of(text))[:2] == (UNKNOWN, ABSENT)
+
+
 # ---------------------------------------------------------------- Codex
 
 CODEX_IDLE = "• READY\n\n› Ask Codex to do anything\n\n  gpt-5.6-luna · 100% context left"
