@@ -220,6 +220,12 @@ async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> 
             True, "agents.dispatch", "prowl.cli.agents.dispatch.v1",
         )  # fmt: skip
         assert result["data"]["input"]["trailing_enter_sent"] is True
+        # Longer than a row: the look-alike prints it as one line and the terminal wraps it.
+        long = " ".join(f"step {n}: read the failing test and fix the parser;" for n in range(5))
+        assert len(long) > COLUMNS
+        assert await send(phone, sub, setup, long) == delivered(long)
+        submitted = await submissions_after(setup.agent, 3)
+        assert submitted[-1] == {"prompt": long, "state": "idle"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -329,14 +335,24 @@ async def test_a_vanished_pane_gets_nothing(state_dir: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_agent_without_bracketed_paste(state_dir: Path, kind: str) -> None:
-    """The markers are always sent; a line break is never typed where it would be Enter."""
+    """It reads a paste as keys: one line goes as plain text, as a terminal would send it,
+    and a line break never reaches it where it could act as Enter."""
     async with rig(kind, state_dir, agent_args=("--no-bracketed-paste",)) as setup:
         async with phone_on(setup) as (phone, sub):
             await screen_shows(phone, sub, "❯")
             assert await send(phone, sub, setup, "one line") == delivered("one line")
-            assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
-            if kind == "local":  # the host's own screen knows the mode is off
-                result = await send(phone, sub, setup, "line one\nline two")
+            assert await received_settles(setup.agent) == b"one line\r"
+            first = [{"prompt": "one line", "state": "idle"}]
+            assert await submissions_after(setup.agent, 1) == first
+            result = await send(phone, sub, setup, "line one\nline two")
+            if kind == "local":  # the host's own screen knows the mode is off: nothing written
                 assert (result["ok"], result["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
                 assert "bracketed paste" in result["error"]["message"]
-                assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
+                tab = await send(phone, sub, setup, "a\tb")
+                assert (tab["ok"], tab["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
+                assert await received_settles(setup.agent) == b"one line\r"
+            else:  # tmux cannot tell: the markers go, show up as text, and no Enter follows
+                assert (result["ok"], result["error"]["code"]) == (False, "SEND_FAILED")
+                after = b"one line\r" + bracketed("line one\nline two")
+                assert await received_settles(setup.agent) == after
+            assert setup.agent.submissions() == first
