@@ -72,6 +72,8 @@ _POINTERS = (
     re.compile(r"^\s*❯\s{2,}\S"),
     re.compile(r"^\s*❯\s*[☐☒✔◯●○\[]"),
 )
+#: A menu option, focused or not: ``❯ 1. Yes``, ``  2. No``.
+_OPTION = re.compile(r"^\s*(?:❯\s*)?\d+\.\s")
 _SPINNER = re.compile(r"^[*·✢✳✶✻✽✺]\s+\S[^…]*…(?:\s*$|\s+\()")
 _BACKGROUND_AGENTS = re.compile(r"^[*·✢✳✶✻✽✺]\s+Waiting for [1-9]\d* background agents? to finish")
 _SURVEY = "how is claude doing this session"
@@ -119,9 +121,24 @@ def _find_box(view: ScreenView) -> _Box | None:
         index -= 1
     if index < 1 or not rows[index].startswith(PROMPT) or not _is_rule(rows[index - 1]):
         return None
-    if matches_any([rows[index]], _POINTERS[:1]):
-        return None  # `❯ 1. …` between rules is a menu, never the input box
+    if matches_any([rows[index]], _POINTERS[:1]) and not _status_rows(rows[bottom + 1 :]):
+        return None  # `❯ 1. …` between rules, with no status rows under them: a menu
     return _Box(top=index - 1, prompt=index, bottom=bottom)
+
+
+def _status_rows(footer: Sequence[str]) -> bool:
+    """Whether the rows under a box are its status rows: some text, no dialog line, no option.
+
+    Claude's menus put their ``❯ 1.`` row under a heading or a question, never
+    right under a rule with the status rows below; so a ``❯ 1. Fix the bug``
+    row in a box that is whole is the composer holding text that starts with
+    a number (a prompt just pasted, say), not a focused option.
+    """
+    return (
+        any(row.strip() for row in footer)
+        and has_phrase(footer, DIALOG_PHRASES) is None
+        and not matches_any(footer, (_OPTION, *_POINTERS))
+    )
 
 
 def _draft(view: ScreenView, box: _Box) -> str:
@@ -158,11 +175,31 @@ def _dialog_above(rows: Sequence[str], box: _Box) -> str | None:
     """
     for index in range(box.top - 1, max(-1, box.top - 1 - _TURN_LOOKBACK), -1):
         row = rows[index].replace(NBSP, " ")
-        if row.startswith(PROMPT) and not _POINTERS[0].match(row):
-            break  # the echo of the last prompt
-        if _DIALOG_LINE.match(row) or _POINTERS[0].match(row):
+        option = _POINTERS[0].match(row) is not None and _has_siblings(rows, index, box.top)
+        if row.startswith(PROMPT) and not option:
+            break  # the echo of the last prompt (perhaps one that starts with `1. `)
+        if _DIALOG_LINE.match(row) or option:
             return f"a dialog is open ({row.strip()[:40]!r})"
     return None
+
+
+def _has_siblings(rows: Sequence[str], index: int, end: int) -> bool:
+    """Whether the focused option at ``index`` has other options around it (no blank between).
+
+    A menu offers at least two; the echo of a one-line prompt such as ``❯ 1.
+    Fix the bug`` stands alone between blank rows.
+    """
+    above = index - 1
+    while above >= 0 and rows[above].strip():
+        if _OPTION.match(rows[above]):
+            return True
+        above -= 1
+    below = index + 1
+    while below < end and rows[below].strip():
+        if _OPTION.match(rows[below]):
+            return True
+        below += 1
+    return False
 
 
 def _working(rows: Sequence[str], box: _Box) -> str | None:

@@ -229,6 +229,22 @@ async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> 
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_prompts_that_start_like_menu_options(state_dir: Path, kind: str) -> None:
+    """`❯ 1. Fix…` in the box is the paste, and its echo above the box is no menu either."""
+    async with rig(kind, state_dir) as setup, phone_on(setup) as (phone, sub):
+        await screen_shows(phone, sub, "bypass permissions")
+        first, second = "1. Fix the bug in parser.py", "2. Then add a regression test"
+        assert await send(phone, sub, setup, first) == delivered(first)
+        await screen_shows(phone, sub, "● Done.")
+        assert await send(phone, sub, setup, second) == delivered(second)
+        submitted = await submissions_after(setup.agent, 2)
+        assert [s["prompt"] for s in submitted] == [first, second]
+        assert await received_settles(setup.agent) == (
+            bracketed(first) + b"\r" + bracketed(second) + b"\r"
+        )
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_blocked_draft_busy_and_bad_prompts_get_nothing_typed(
     state_dir: Path, kind: str
 ) -> None:
