@@ -161,6 +161,17 @@ async def send(phone: MirrorClient, sub: UUID, setup: Rig, prompt: str) -> Any:
     return await command(phone, agent_input(setup.pane, prompt), sub=sub)
 
 
+async def echoed(phone: MirrorClient, sub: UUID, prompt: str) -> None:
+    """Wait until the agent has taken ``prompt`` and echoed it above an empty box.
+
+    The result comes as soon as Enter is written; the agent redraws a moment
+    later, and until then the prompt still sits in its box as a draft. (The
+    echo is ``❯`` and a space; the box has a no-break space after its ``❯``.)
+    """
+    await phone.send(c.Refresh(subscription_id=sub))  # it may already be on screen
+    await screen_shows(phone, sub, f"❯ {prompt}")
+
+
 def delivered(prompt: str, *, characters: int | None = None) -> dict[str, Any]:
     return {
         "ok": True,
@@ -220,6 +231,7 @@ async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> 
             True, "agents.dispatch", "prowl.cli.agents.dispatch.v1",
         )  # fmt: skip
         assert result["data"]["input"]["trailing_enter_sent"] is True
+        await echoed(phone, sub, "next step")
         # Longer than a row: the look-alike prints it as one line and the terminal wraps it.
         long = " ".join(f"step {n}: read the failing test and fix the parser;" for n in range(5))
         assert len(long) > COLUMNS
@@ -235,7 +247,7 @@ async def test_prompts_that_start_like_menu_options(state_dir: Path, kind: str) 
         await screen_shows(phone, sub, "bypass permissions")
         first, second = "1. Fix the bug in parser.py", "2. Then add a regression test"
         assert await send(phone, sub, setup, first) == delivered(first)
-        await screen_shows(phone, sub, "● Done.")
+        await echoed(phone, sub, first)
         assert await send(phone, sub, setup, second) == delivered(second)
         submitted = await submissions_after(setup.agent, 2)
         assert [s["prompt"] for s in submitted] == [first, second]
@@ -360,6 +372,7 @@ async def test_an_agent_without_bracketed_paste(state_dir: Path, kind: str) -> N
             assert await received_settles(setup.agent) == b"one line\r"
             first = [{"prompt": "one line", "state": "idle"}]
             assert await submissions_after(setup.agent, 1) == first
+            await echoed(phone, sub, "one line")
             result = await send(phone, sub, setup, "line one\nline two")
             if kind == "local":  # the host's own screen knows the mode is off: nothing written
                 assert (result["ok"], result["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
