@@ -18,6 +18,10 @@ the same glyph. Dialog phrases ("Esc to cancel", "Do you want to proceed?") and
 focused options in the rows below the box, or anywhere near the bottom when
 there is no box, mean ``blocked``.
 
+A look-alike that prints a long draft as one line leaves the wrapping to the
+terminal: such continuation rows start at column 0, and are told from stray
+text in the box by the terminal's soft-wrap flag.
+
 Working is read from the live spinner row above the box (``✢ Puzzling… (3m 3s
 · ↓ 9.2k tokens)``; a finished turn reads ``✻ Worked for 3s``, without the
 ellipsis), from "Waiting for N background agents to finish", or from "esc to
@@ -68,6 +72,8 @@ _POINTERS = (
     re.compile(r"^\s*❯\s{2,}\S"),
     re.compile(r"^\s*❯\s*[☐☒✔◯●○\[]"),
 )
+#: A menu option, focused or not: ``❯ 1. Yes``, ``  2. No``.
+_OPTION = re.compile(r"^\s*(?:❯\s*)?\d+\.\s")
 _SPINNER = re.compile(r"^[*·✢✳✶✻✽✺]\s+\S[^…]*…(?:\s*$|\s+\()")
 _BACKGROUND_AGENTS = re.compile(r"^[*·✢✳✶✻✽✺]\s+Waiting for [1-9]\d* background agents? to finish")
 _SURVEY = "how is claude doing this session"
@@ -98,8 +104,9 @@ class _Box:
     bottom: int
 
 
-def _find_box(rows: Sequence[str]) -> _Box | None:
+def _find_box(view: ScreenView) -> _Box | None:
     """The input box, if it is the last thing on screen (its status rows aside)."""
+    rows = view.rows
     end = last_nonblank(rows)
     index = end
     while index >= 0 and end - index <= _MAX_FOOTER_ROWS and not _is_rule(rows[index]):
@@ -109,22 +116,42 @@ def _find_box(rows: Sequence[str]) -> _Box | None:
     bottom = index
     index -= 1
     while index >= 0 and bottom - index <= _MAX_BOX_ROWS and not rows[index].startswith(PROMPT):
-        if rows[index].strip() and not rows[index].startswith("  "):
-            return None  # not a continuation row: this is no input box
+        if rows[index].strip() and not rows[index].startswith("  ") and not view.continues(index):
+            return None  # neither indented nor soft-wrapped: this is no input box
         index -= 1
     if index < 1 or not rows[index].startswith(PROMPT) or not _is_rule(rows[index - 1]):
         return None
-    if matches_any([rows[index]], _POINTERS[:1]):
-        return None  # `❯ 1. …` between rules is a menu, never the input box
+    if matches_any([rows[index]], _POINTERS[:1]) and not _status_rows(rows[bottom + 1 :]):
+        return None  # `❯ 1. …` between rules, with no status rows under them: a menu
     return _Box(top=index - 1, prompt=index, bottom=bottom)
+
+
+def _status_rows(footer: Sequence[str]) -> bool:
+    """Whether the rows under a box are its status rows: some text, no dialog line, no option.
+
+    Claude's menus put their ``❯ 1.`` row under a heading or a question, never
+    right under a rule with the status rows below; so a ``❯ 1. Fix the bug``
+    row in a box that is whole is the composer holding text that starts with
+    a number (a prompt just pasted, say), not a focused option.
+    """
+    return (
+        any(row.strip() for row in footer)
+        and has_phrase(footer, DIALOG_PHRASES) is None
+        and not matches_any(footer, (_OPTION, *_POINTERS))
+    )
 
 
 def _draft(view: ScreenView, box: _Box) -> str:
     rows = view.rows
     # A block drawn as the cursor ("❯ █") is not text anybody typed.
     first = view.solid_text(box.prompt)[len(PROMPT) :].replace(NBSP, " ").strip().rstrip(_CURSOR)
-    rest = [rows[i].strip() for i in range(box.prompt + 1, box.bottom) if rows[i].strip()]
-    text = "\n".join([first, *rest]).strip()
+    lines = [first]
+    for index in range(box.prompt + 1, box.bottom):
+        if view.continues(index):
+            lines[-1] += rows[index].rstrip()  # the terminal wrapped this line
+        elif rows[index].strip():
+            lines.append(rows[index].strip())
+    text = "\n".join(lines).strip()
     return "" if text in _PLACEHOLDERS else text
 
 
@@ -148,11 +175,31 @@ def _dialog_above(rows: Sequence[str], box: _Box) -> str | None:
     """
     for index in range(box.top - 1, max(-1, box.top - 1 - _TURN_LOOKBACK), -1):
         row = rows[index].replace(NBSP, " ")
-        if row.startswith(PROMPT) and not _POINTERS[0].match(row):
-            break  # the echo of the last prompt
-        if _DIALOG_LINE.match(row) or _POINTERS[0].match(row):
+        option = _POINTERS[0].match(row) is not None and _has_siblings(rows, index, box.top)
+        if row.startswith(PROMPT) and not option:
+            break  # the echo of the last prompt (perhaps one that starts with `1. `)
+        if _DIALOG_LINE.match(row) or option:
             return f"a dialog is open ({row.strip()[:40]!r})"
     return None
+
+
+def _has_siblings(rows: Sequence[str], index: int, end: int) -> bool:
+    """Whether the focused option at ``index`` has other options around it (no blank between).
+
+    A menu offers at least two; the echo of a one-line prompt such as ``❯ 1.
+    Fix the bug`` stands alone between blank rows.
+    """
+    above = index - 1
+    while above >= 0 and rows[above].strip():
+        if _OPTION.match(rows[above]):
+            return True
+        above -= 1
+    below = index + 1
+    while below < end and rows[below].strip():
+        if _OPTION.match(rows[below]):
+            return True
+        below += 1
+    return False
 
 
 def _working(rows: Sequence[str], box: _Box) -> str | None:
@@ -171,7 +218,7 @@ def _working(rows: Sequence[str], box: _Box) -> str | None:
 def read_claude(view: ScreenView) -> Reading:
     """Claude Code's state and composer (module docstring)."""
     rows = view.rows
-    box = _find_box(rows)
+    box = _find_box(view)
     if box is None:
         region = [rows[i] for i in bottom_rows(rows, 30)]
         blocker = _blocked(region)

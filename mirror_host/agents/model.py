@@ -17,7 +17,7 @@ A phone's prompt is delivered only to ``idle`` with an ``empty`` composer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -131,7 +131,10 @@ class ScreenView(Protocol):
     trailing blanks trimmed). ``solid_text(row)`` is the same row with faint (dim,
     SGR 2) characters blanked out: agents paint placeholders and suggestions
     faint, which is the only thing that tells them from a real draft. ``cursor``
-    is ``(column, row)`` of the visible cursor, or ``None``.
+    is ``(column, row)`` of the visible cursor, or ``None``. ``continues(row)``
+    says whether the row is a soft-wrap continuation of the row above (text
+    that ran past the right edge and was wrapped by the terminal, so it starts
+    at column 0 whatever the program's layout).
     """
 
     @property
@@ -142,14 +145,21 @@ class ScreenView(Protocol):
 
     def solid_text(self, row: int) -> str: ...
 
+    def continues(self, row: int) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class TextView:
-    """A :class:`ScreenView` made of plain strings; ``faint`` marks dim columns per row."""
+    """A :class:`ScreenView` made of plain strings.
+
+    ``faint`` marks dim columns per row; ``wrapped`` holds the rows that are
+    soft-wrap continuations of the row above.
+    """
 
     lines: tuple[str, ...]
     faint: tuple[tuple[int, frozenset[int]], ...] = ()
     at: tuple[int, int] | None = None
+    wrapped: frozenset[int] = frozenset()
 
     @classmethod
     def of(
@@ -157,10 +167,13 @@ class TextView:
         text: str,
         faint: dict[int, Sequence[int]] | None = None,
         cursor: tuple[int, int] | None = None,
+        *,
+        wrapped: Iterable[int] = (),
     ) -> TextView:
         """Rows split on ``\\n``; ``faint`` maps a row to the character indices that are dim."""
         marks = tuple((row, frozenset(columns)) for row, columns in (faint or {}).items())
-        return cls(tuple(line.rstrip() for line in text.split("\n")), marks, cursor)
+        lines = tuple(line.rstrip() for line in text.split("\n"))
+        return cls(lines, marks, cursor, frozenset(wrapped))
 
     @property
     def rows(self) -> Sequence[str]:
@@ -174,3 +187,6 @@ class TextView:
         line = self.lines[row]
         dim = next((columns for index, columns in self.faint if index == row), frozenset())
         return "".join(" " if i in dim else ch for i, ch in enumerate(line))
+
+    def continues(self, row: int) -> bool:
+        return row in self.wrapped

@@ -5,9 +5,12 @@ Node programs (``node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js``),
 aider is Python (``python -m aider``), and a script may be started through its
 interpreter (``python3 ~/bin/claude``) or renamed with ``exec -a``. So each
 process is looked at three ways: its kernel name, the basename of ``argv[0]``,
-and, when ``argv[0]`` is an interpreter (node, bun, deno, python, a shell
-running ``-c``), the script or module it runs. A package directory in the
-script's path counts too (``@openai/codex/bin/codex.js``).
+and, when ``argv[0]`` is an interpreter (node, bun, deno, python, a shell), the
+script or module it runs. A package directory in the script's path counts too
+(``@openai/codex/bin/codex.js``). A shell runs its ``-c`` command or the script
+it was handed: ``bash /tmp/x/claude`` is how ``ps`` shows a ``#!/usr/bin/env
+bash`` script called ``claude`` (for shell scripts only the script's own name
+counts, not its directories).
 
 Within a foreground process group the group leader is asked first; a shell
 that did not ``exec`` its one command (``sh -c claude``) leaves the agent as a
@@ -44,6 +47,8 @@ _NODE_LIKE = frozenset({"node", "nodejs", "bun", "deno", "tsx", "npx", "bunx"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh"})
 #: Interpreter options that take a value (the script comes after it).
 _OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--require", "-r", "--import", "--loader"})
+#: Shell options that take a value.
+_SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 def _basename(path: str) -> str:
@@ -103,16 +108,49 @@ def identify(process: ForegroundProcess) -> Agent | None:
         if script is not None:
             return _from_path(script)
         return None
-    if launcher in _SHELLS and len(argv) >= 3 and argv[1] == "-c":
-        # `sh -c "claude --resume"`: the first word of the command, if it is an agent.
-        try:
-            words = shlex.split(argv[2])
-        except ValueError:
-            return None
-        while words and ("=" in words[0] or words[0] == "exec"):
-            words = words[1:]  # VAR=value prefixes and `exec`
-        return identify(ForegroundProcess(process.pid, "", tuple(words))) if words else None
+    if launcher in _SHELLS and len(argv) >= 2:
+        return _shell_runs(process.pid, argv)
     return None
+
+
+def _shell_runs(pid: int, argv: Sequence[str]) -> Agent | None:
+    """The agent a shell's command line runs: ``sh -c "claude …"`` or ``bash /x/claude``.
+
+    Only the shell's first operand is looked at: the command string of ``-c``,
+    else the script to run (never with ``-s``, whose operands are arguments).
+    Values of options (``-o pipefail``, ``--rcfile x``) are skipped.
+    """
+    index, command, stdin = 1, False, False
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            index += 1
+            break
+        if arg in _SHELL_OPTIONS_WITH_VALUE:
+            index += 2
+            continue
+        if arg.startswith("--"):
+            index += 1  # --norc, --login …
+            continue
+        if len(arg) > 1 and arg[0] in "-+":
+            command = command or (arg[0] == "-" and "c" in arg[1:])  # -c, -lc, -ec …
+            stdin = stdin or (arg[0] == "-" and "s" in arg[1:])
+            index += 1
+            continue
+        break
+    if index >= len(argv):
+        return None
+    if not command:
+        # `bash /tmp/x/claude`: a script (a `#!/usr/bin/env bash` one named after the agent).
+        return None if stdin else agent_named(argv[index])
+    # `sh -c "claude --resume"`: the first word of the command, if it is an agent.
+    try:
+        words = shlex.split(argv[index])
+    except ValueError:
+        return None
+    while words and ("=" in words[0] or words[0] == "exec"):
+        words = words[1:]  # VAR=value prefixes and `exec`
+    return identify(ForegroundProcess(pid, "", tuple(words))) if words else None
 
 
 def identify_group(processes: Iterable[ForegroundProcess]) -> tuple[Agent, int] | None:

@@ -10,10 +10,13 @@ a phone that cannot send raw input. The rules (docs/security.md):
    finish (Prowl's grace, as on Herdr); a dialog (``blocked``), a draft or a
    layout we cannot read gets nothing typed at all.
 3. Nobody may have typed into the pane from a Mac within the last second.
-4. The prompt is pasted *bracketed* (the agent takes it as one paste, never as
-   keystrokes), the screen is read until the composer holds exactly it (at
-   most 2 s), and only then, if the pane, the agent process and its state are
-   unchanged, one Enter (``\\r``) is sent.
+4. The prompt is pasted the way a terminal pastes: *bracketed* when the agent
+   turned bracketed paste on (it takes the text as one paste, never as
+   keystrokes); to an agent that did not, only a prompt without line breaks
+   and tabs, as plain text (typed as keys it means the same). The screen is
+   read until the composer holds exactly it (at most 2 s), and only then, if
+   the pane, the agent process and its state are unchanged, one Enter
+   (``\\r``) is sent.
 5. ``authorized()`` (the lease still holds) is checked right before the paste
    and again right before the Enter.
 
@@ -64,6 +67,7 @@ __all__ = [
     "carries",
     "deliver",
     "observe",
+    "plain_pasteable",
     "prompt_problem",
 ]
 
@@ -116,7 +120,10 @@ class AgentPanes(Protocol):
         ...
 
     async def paste(self, pane_id: UUID, text: str) -> None:
-        """Write ``text`` as one bracketed paste.
+        """Write ``text`` as one paste: bracketed if the agent turned bracketed paste on.
+
+        To an agent that did not, a terminal sends a paste as plain text; that
+        is safe only for :func:`plain_pasteable` text.
 
         Raises:
             PasteUnsupported: nothing was written.
@@ -155,6 +162,17 @@ def prompt_problem(prompt: str) -> str | None:
 def bracketed(text: str) -> bytes:
     """``text`` as one bracketed paste."""
     return PASTE_START + text.encode("utf-8") + PASTE_END
+
+
+def plain_pasteable(text: str) -> bool:
+    """Whether ``text`` means the same typed as keys as pasted: no line break, no tab.
+
+    A program that never turned bracketed paste on reads a paste as keys, and
+    would take a line break for Enter (sending half a prompt) and a tab for
+    completion; other text (a valid prompt holds no other control characters)
+    just lands in its input.
+    """
+    return not any(ch in text for ch in "\n\r\t")
 
 
 def carries(draft: str, prompt: str) -> bool:

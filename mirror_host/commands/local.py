@@ -7,10 +7,12 @@
   program directly or the login shell; with a prompt, the prompt is delivered
   once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`): the bracketed paste and the Enter
-  are written to the PTY. The host keeps each pane's screen itself, so it knows
-  whether the agent turned bracketed paste on; if it has not, a prompt with
-  line breaks (each would arrive as Enter) is refused with nothing written.
+  (:mod:`mirror_host.commands.agent_input`): the paste and the Enter are
+  written to the PTY. The host keeps each pane's screen itself, so it knows
+  whether the agent turned bracketed paste on. If it did, the prompt goes
+  between the bracketed-paste markers; if not, it goes as plain text, as a
+  terminal would paste it, and a prompt with line breaks (each would arrive
+  as Enter) or tabs is refused with nothing written.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from uuid import UUID
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import DeliveryTiming, PasteUnsupported, bracketed, deliver
+from mirror_host.commands.agent_input import (
+    DeliveryTiming,
+    PasteUnsupported,
+    bracketed,
+    deliver,
+    plain_pasteable,
+)
 from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
 from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
@@ -53,12 +61,18 @@ class LocalAgentPanes:
 
     async def paste(self, pane_id: UUID, text: str) -> None:
         screen = self.source.pane(pane_id).screen
-        if ("\n" in text or "\r" in text) and not screen.mode(_BRACKETED_PASTE):
-            # Without bracketed paste on, a line break would arrive as Enter.
+        if screen.mode(_BRACKETED_PASTE):
+            await self.source.write_for_host(pane_id, bracketed(text))
+            return
+        # The agent reads pastes as keys: markers would be typed as text, a
+        # line break as Enter. A terminal pastes plain text then; so do we, if
+        # the text means the same typed.
+        if not plain_pasteable(text):
             raise PasteUnsupported(
-                "the agent has not turned bracketed paste on, so line breaks would send it"
+                "the agent has not turned bracketed paste on, "
+                "so line breaks or tabs would be typed as keys"
             )
-        await self.source.write_for_host(pane_id, bracketed(text))
+        await self.source.write_for_host(pane_id, text.encode("utf-8"))
 
     async def press_enter(self, pane_id: UUID) -> None:
         await self.source.write_for_host(pane_id, b"\r")

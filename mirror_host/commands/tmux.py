@@ -8,13 +8,18 @@
   the agent *is* the pane's process) or the default shell; with a prompt, the
   prompt is delivered once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`). The prompt, wrapped in the
-  bracketed-paste markers, is loaded into a tmux buffer and pasted with
-  ``paste-buffer``, which writes to the program directly: no copy mode or key
-  table can take it, and Enter goes the same way. (tmux does not report
-  whether the program turned bracketed paste on, so the markers are always
-  sent; every agent we recognise turns it on.) A pane scrolled back in copy
-  mode is returned to the live screen first, as raw input would do.
+  (:mod:`mirror_host.commands.agent_input`). The prompt is loaded into a tmux
+  buffer and pasted with ``paste-buffer``, which writes to the program
+  directly: no copy mode or key table can take it, and Enter goes the same way
+  (``-r``: no line feed is turned into a carriage return). Only tmux knows for
+  sure whether the program turned bracketed paste on (it has no format for it,
+  and our mirror may have started after the program did), so a prompt without
+  line breaks and tabs is pasted plain with ``paste-buffer -p``: tmux adds the
+  markers exactly when the program asked for them, as a terminal does. A
+  prompt with line breaks or tabs always goes between explicit markers; a
+  program without bracketed paste shows them in its input box, so the echo
+  check fails and no Enter is sent. A pane scrolled back in copy mode is
+  returned to the live screen first, as raw input would do.
 """
 
 from __future__ import annotations
@@ -29,7 +34,12 @@ import trio
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import DeliveryTiming, bracketed, deliver
+from mirror_host.commands.agent_input import (
+    DeliveryTiming,
+    bracketed,
+    deliver,
+    plain_pasteable,
+)
 from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
 from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
@@ -117,11 +127,15 @@ class TmuxAgentPanes:
             screen.feed(b"\x1b[%d;1H\x1b[0m" % (index + 1) + row.encode("utf-8"))
         return screen
 
-    async def _through_buffer(self, pane_id: UUID, data: bytes) -> None:
-        """Write ``data`` to the pane's program as it is (``-r``: no LF→CR translation)."""
+    async def _through_buffer(self, pane_id: UUID, data: bytes, *, bracket: bool = False) -> None:
+        """Write ``data`` to the pane's program as it is (``-r``: no LF→CR translation).
+
+        With ``bracket``, tmux puts the bracketed-paste markers around it if the
+        program turned bracketed paste on (``-p``).
+        """
         target = self._target(pane_id)
         name = f"mirror-host-{uuid.uuid4().hex[:12]}"
-        paste = ["paste-buffer", "-r", "-d", "-b", name, "-t", target]
+        paste = ["paste-buffer", *(["-p"] if bracket else []), "-r", "-d", "-b", name, "-t", target]
         try:
             await self.tmux("load-buffer", "-b", name, "-", ";", *paste, stdin=data)
         except PaneSourceError:
@@ -138,7 +152,10 @@ class TmuxAgentPanes:
         )
         if in_mode.strip() == "1":
             await self.source.leave_copy_mode(pane_id)
-        await self._through_buffer(pane_id, bracketed(text))
+        if plain_pasteable(text):
+            await self._through_buffer(pane_id, text.encode("utf-8"), bracket=True)
+        else:
+            await self._through_buffer(pane_id, bracketed(text))
 
     async def press_enter(self, pane_id: UUID) -> None:
         await self._through_buffer(pane_id, b"\r")

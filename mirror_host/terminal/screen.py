@@ -369,6 +369,18 @@ class Screen:
             style["bg"] = background
         return text, tuple(sorted(style.items()))
 
+    def continues(self, y: int) -> bool:
+        """Whether active row ``y`` is a soft-wrap continuation of the row above it.
+
+        True when text ran past the right edge of row ``y - 1`` and the
+        terminal wrapped it here, not when the program moved to a new line.
+        """
+        row = ffi.new("GhosttyRow*")
+        _check(lib.ghostty_grid_ref_row(self._terminal.ref(0, y, "active"), row), "row")
+        flag = ffi.new("bool*")
+        _check(lib.ghostty_row_get(row[0], lib.GHOSTTY_ROW_DATA_WRAP_CONTINUATION, flag), "row")
+        return bool(flag[0])
+
     def cells(self, *, area: str = "active") -> list[list[Cell]]:
         """Every cell of the active area (or the viewport), row by row."""
         columns, rows = self.size

@@ -3,8 +3,9 @@
 The rows come from one plain-text formatting of the active screen (cheap);
 styles are read cell by cell only for the few rows a screen reader asks about
 (the composer's), because reading every cell of a 215×64 screen takes far
-longer than formatting it. Use a view within one synchronous stretch of code:
-it reads the screen lazily, so the screen must not be fed in between.
+longer than formatting it; so are the rows' soft-wrap flags. Use a view within
+one synchronous stretch of code: it reads the screen lazily, so the screen must
+not be fed in between.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["ScreenText"]
 
 
 class ScreenText:
-    """The active screen's rows, its visible cursor, and rows with faint text blanked."""
+    """The active screen's rows, its visible cursor, rows with faint text blanked, soft wraps."""
 
     def __init__(self, screen: Screen) -> None:
         self._screen = screen
@@ -29,6 +30,7 @@ class ScreenText:
         self._rows = tuple(line.rstrip() for line in lines)
         self._cursor = screen.cursor if screen.mode(25) else None
         self._solid: dict[int, str] = {}
+        self._continues: dict[int, bool] = {}
 
     @property
     def rows(self) -> Sequence[str]:
@@ -59,3 +61,10 @@ class ScreenText:
         solid = "".join(out).rstrip()
         self._solid[row] = solid
         return solid
+
+    def continues(self, row: int) -> bool:
+        """Whether row ``row`` is a soft-wrap continuation of the row above."""
+        cached = self._continues.get(row)
+        if cached is None:
+            cached = self._continues[row] = self._screen.continues(row)
+        return cached

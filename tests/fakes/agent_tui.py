@@ -18,12 +18,17 @@ what was (or was not) typed. A bracketed paste lands in the input box (three
 lines or more collapse into ``[Pasted text #N +K lines]``, as Claude Code
 does), printable keys are typed into it, Backspace deletes, and Enter submits:
 the box's text and the state it was submitted in go to the *submissions* file
-as one JSON line, and the box empties. Standard library only.
+as one JSON line, and the box empties. With ``--no-bracketed-paste`` it never
+turns bracketed paste on and reads everything as keys, like a naive program:
+an ESC is dropped and the rest of a paste marker (``[200~``) is typed as text.
+A draft longer than the row is printed as one line and left to the terminal to
+wrap. Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import json
 import os
@@ -33,6 +38,7 @@ import sys
 import termios
 import time
 import tty
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +46,11 @@ PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 RULE = "─"
 NBSP = "\u00a0"
+
+
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` takes (wide characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 class Agent:
@@ -59,6 +70,7 @@ class Agent:
         self.paste_buffer = b""
         self.working_since = time.monotonic()
         self.dirty = True
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     # ------------------------------------------------------------ control
 
@@ -92,6 +104,10 @@ class Agent:
     def feed(self, data: bytes) -> None:
         with self.log.open("ab") as log:
             log.write(data)
+        self.dirty = True
+        if not self.bracketed:
+            self.keys(data)  # a paste is keys here, markers and all
+            return
         self.pending += data
         while self.pending:
             if self.in_paste:
@@ -124,9 +140,10 @@ class Agent:
                     continue
                 self.pending = self.pending[1:]  # a lone ESC or an Alt chord: ignored
                 continue
-            byte, self.pending = self.pending[:1], self.pending[1:]
-            self.key(byte)
-        self.dirty = True
+            end = self.pending.find(b"\x1b")
+            end = len(self.pending) if end < 0 else end
+            self.keys(self.pending[:end])
+            self.pending = self.pending[end:]
 
     def pasted(self, text: str) -> None:
         self.composer += text
@@ -134,15 +151,18 @@ class Agent:
             self.pastes += 1
             self.paste_token = f"[Pasted text #{self.pastes} +{text.count(chr(10))} lines]"
 
-    def key(self, byte: bytes) -> None:
-        if byte == b"\r":
-            self.submit()
-        elif byte == b"\x7f":
-            self.composer = self.composer[:-1]
-            self.paste_token = None
-        elif byte >= b" ":
-            self.composer += byte.decode("latin-1")
-            self.paste_token = None
+    def keys(self, data: bytes) -> None:
+        """Keys: Enter submits, Backspace deletes, text is typed; ESC and other controls drop."""
+        for value in data:
+            byte = bytes([value])
+            if byte == b"\r":
+                self.submit()
+            elif byte == b"\x7f":
+                self.composer = self.composer[:-1]
+                self.paste_token = None
+            elif byte >= b" ":
+                self.composer += self.decoder.decode(byte)
+                self.paste_token = None
 
     def submit(self) -> None:
         record = {"prompt": self.composer, "state": self.state}
@@ -202,14 +222,17 @@ class Agent:
             seconds = int(time.monotonic() - self.working_since)
             middle += [f"✢ Puzzling… ({seconds}s · ↓ 1.2k tokens)", ""]
         bottom = self.box_rows(width)
-        room = height - len(top) - len(bottom)
+        # A long first line is printed whole: the terminal wraps it onto more rows.
+        typed = cells((self.paste_token or self.composer).split("\n")[0])
+        wrapped = 0 if self.state == "blocked" else (1 + typed) // width
+        room = height - len(top) - len(bottom) - wrapped
         middle = middle[-room:] if room > 0 else []
         rows = top + middle + [""] * max(0, room - len(middle)) + bottom
-        out = "\x1b[H\x1b[2J" + "\r\n".join(row for row in rows[:height])
+        out = "\x1b[H\x1b[2J" + "\r\n".join(row for row in rows[: height - wrapped])
         if self.state != "blocked":
             prompt_row = len(rows) - len(bottom) + 2
-            column = 3 + len((self.paste_token or self.composer).split("\n")[0])
-            out += f"\x1b[{prompt_row};{min(column, width)}H"
+            row, column = min(divmod(2 + typed, width), (wrapped, width - 1))
+            out += f"\x1b[{prompt_row + row};{column + 1}H"
         sys.stdout.write(out)
         sys.stdout.flush()
         self.dirty = False

@@ -161,6 +161,17 @@ async def send(phone: MirrorClient, sub: UUID, setup: Rig, prompt: str) -> Any:
     return await command(phone, agent_input(setup.pane, prompt), sub=sub)
 
 
+async def echoed(phone: MirrorClient, sub: UUID, prompt: str) -> None:
+    """Wait until the agent has taken ``prompt`` and echoed it above an empty box.
+
+    The result comes as soon as Enter is written; the agent redraws a moment
+    later, and until then the prompt still sits in its box as a draft. (The
+    echo is ``❯`` and a space; the box has a no-break space after its ``❯``.)
+    """
+    await phone.send(c.Refresh(subscription_id=sub))  # it may already be on screen
+    await screen_shows(phone, sub, f"❯ {prompt}")
+
+
 def delivered(prompt: str, *, characters: int | None = None) -> dict[str, Any]:
     return {
         "ok": True,
@@ -220,6 +231,29 @@ async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> 
             True, "agents.dispatch", "prowl.cli.agents.dispatch.v1",
         )  # fmt: skip
         assert result["data"]["input"]["trailing_enter_sent"] is True
+        await echoed(phone, sub, "next step")
+        # Longer than a row: the look-alike prints it as one line and the terminal wraps it.
+        long = " ".join(f"step {n}: read the failing test and fix the parser;" for n in range(5))
+        assert len(long) > COLUMNS
+        assert await send(phone, sub, setup, long) == delivered(long)
+        submitted = await submissions_after(setup.agent, 3)
+        assert submitted[-1] == {"prompt": long, "state": "idle"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_prompts_that_start_like_menu_options(state_dir: Path, kind: str) -> None:
+    """`❯ 1. Fix…` in the box is the paste, and its echo above the box is no menu either."""
+    async with rig(kind, state_dir) as setup, phone_on(setup) as (phone, sub):
+        await screen_shows(phone, sub, "bypass permissions")
+        first, second = "1. Fix the bug in parser.py", "2. Then add a regression test"
+        assert await send(phone, sub, setup, first) == delivered(first)
+        await echoed(phone, sub, first)
+        assert await send(phone, sub, setup, second) == delivered(second)
+        submitted = await submissions_after(setup.agent, 2)
+        assert [s["prompt"] for s in submitted] == [first, second]
+        assert await received_settles(setup.agent) == (
+            bracketed(first) + b"\r" + bracketed(second) + b"\r"
+        )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -329,14 +363,25 @@ async def test_a_vanished_pane_gets_nothing(state_dir: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_agent_without_bracketed_paste(state_dir: Path, kind: str) -> None:
-    """The markers are always sent; a line break is never typed where it would be Enter."""
+    """It reads a paste as keys: one line goes as plain text, as a terminal would send it,
+    and a line break never reaches it where it could act as Enter."""
     async with rig(kind, state_dir, agent_args=("--no-bracketed-paste",)) as setup:
         async with phone_on(setup) as (phone, sub):
             await screen_shows(phone, sub, "❯")
             assert await send(phone, sub, setup, "one line") == delivered("one line")
-            assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
-            if kind == "local":  # the host's own screen knows the mode is off
-                result = await send(phone, sub, setup, "line one\nline two")
+            assert await received_settles(setup.agent) == b"one line\r"
+            first = [{"prompt": "one line", "state": "idle"}]
+            assert await submissions_after(setup.agent, 1) == first
+            await echoed(phone, sub, "one line")
+            result = await send(phone, sub, setup, "line one\nline two")
+            if kind == "local":  # the host's own screen knows the mode is off: nothing written
                 assert (result["ok"], result["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
                 assert "bracketed paste" in result["error"]["message"]
-                assert await received_settles(setup.agent) == bracketed("one line") + b"\r"
+                tab = await send(phone, sub, setup, "a\tb")
+                assert (tab["ok"], tab["error"]["code"]) == (False, "DISPATCH_TARGET_BUSY")
+                assert await received_settles(setup.agent) == b"one line\r"
+            else:  # tmux cannot tell: the markers go, show up as text, and no Enter follows
+                assert (result["ok"], result["error"]["code"]) == (False, "SEND_FAILED")
+                after = b"one line\r" + bracketed("line one\nline two")
+                assert await received_settles(setup.agent) == after
+            assert setup.agent.submissions() == first

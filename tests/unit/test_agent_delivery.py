@@ -98,6 +98,24 @@ async def test_delivered_with_exactly_one_enter() -> None:
     assert panes.written == [bracketed("fix it"), b"\r"]
 
 
+async def test_a_prompt_longer_than_a_row_is_delivered() -> None:
+    """The echo runs past the right edge; the terminal wraps it to column 0 of the next row."""
+    panes = ScriptedPanes()
+    prompt = "Explain the failing test and fix it " * 5
+    assert len(prompt) > WIDTH
+    result = await run(panes, prompt)
+    assert result["ok"] is True, result
+    assert panes.written == [bracketed(prompt), b"\r"]
+
+
+async def test_a_prompt_that_starts_like_a_menu_option_is_delivered() -> None:
+    """`❯ 1. Fix the bug` in the whole input box is our own paste, not a focused option."""
+    panes = ScriptedPanes()
+    result = await run(panes, "1. Fix the bug")
+    assert result["ok"] is True, result
+    assert panes.written == [bracketed("1. Fix the bug"), b"\r"]
+
+
 async def test_lease_lost_before_the_paste_types_nothing() -> None:
     panes = ScriptedPanes()
     result = await run(panes, authorized=lambda: False)

@@ -37,6 +37,11 @@ def proc(*argv: str, name: str = "", pid: int = 1) -> ForegroundProcess:
         # A shell that did not exec its one command.
         (proc("/bin/sh", "-c", "exec claude --resume"), Agent.CLAUDE),
         (proc("sh", "-c", "FOO=1 codex"), Agent.CODEX),
+        (proc("bash", "-lc", "exec claude"), Agent.CLAUDE),
+        # A shell script named after the agent (`#!/usr/bin/env bash`, or `bash claude`).
+        (proc("bash", "/tmp/x/claude"), Agent.CLAUDE),
+        (proc("/bin/bash", "-e", "/home/u/bin/claude", "--resume"), Agent.CLAUDE),
+        (proc("zsh", "-o", "pipefail", "--", "./codex.sh"), Agent.CODEX),
     ],
 )
 def test_recognised(process: ForegroundProcess, agent: Agent) -> None:
@@ -56,6 +61,12 @@ def test_recognised(process: ForegroundProcess, agent: Agent) -> None:
         proc("node", "-e", "require('claude')"),
         proc("sh", "-c", "cat /tmp/claude"),
         proc("sh", "-c", "'unbalanced"),
+        proc("bash", "/home/u/claude/build.sh"),  # only a shell script's own name counts
+        proc("bash", "build.sh", "claude"),  # an argument of the script
+        proc("bash", "-s", "claude"),  # commands from stdin; `claude` is $1
+        proc("bash", "--rcfile", "/tmp/claude"),
+        proc("bash", "--norc", "--noprofile"),
+        proc("bash", "-"),
         proc("tmux", "attach"),
         proc("", name=""),
     ],

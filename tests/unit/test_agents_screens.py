@@ -78,6 +78,9 @@ def test_claude_survey_holds_digit_keys() -> None:
         f"{RULE}\n❯ 1. Yes\n  2. No\n{RULE}",
         # A permission prompt ending the screen.
         f"● Bash(rm -rf build)\n{RULE}\n Bash command\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No",
+        # Options between rules, with more options (not status rows) under the rule.
+        f"{RULE}\n❯ 1. Yes\n  2. No\n{RULE}\n  3. Chat about this",
+        f"{RULE}\n❯ 1. Red\n{RULE}\n  2. Blue\n\n  ? for shortcuts",
     ],
 )
 def test_claude_dialogs_are_blocked(screen: str) -> None:
@@ -100,6 +103,34 @@ def test_claude_dialogs_are_blocked(screen: str) -> None:
 def test_claude_unknown_layouts_are_not_ready(screen: str) -> None:
     found = read_screen(Agent.CLAUDE, TextView.of(screen))
     assert found.state is UNKNOWN and found.composer is ABSENT and not found.ready
+
+
+def test_claude_soft_wrapped_draft_rows_belong_to_the_box() -> None:
+    """A long draft printed as one line: the terminal wraps it to column 0 of the next row."""
+    text = claude("❯ " + "a" * 58 + "\n" + "b" * 30)
+    row = text.split("\n").index("b" * 30)
+    assert verdict(Agent.CLAUDE, TextView.of(text, wrapped={row})) == (
+        IDLE, DRAFT, "a" * 58 + "b" * 30,
+    )  # fmt: skip
+    # The same row without the soft-wrap flag is stray text: no input box.
+    assert verdict(Agent.CLAUDE, TextView.of(text))[:2] == (UNKNOWN, ABSENT)
+
+
+def test_claude_text_starting_with_a_number_in_the_box_is_a_draft_not_a_menu() -> None:
+    """`❯ 1. Fix…` right under the top rule, status rows under the box: the composer."""
+    for prompt in ("❯\u00a01. Fix the parser", "❯ 1. Fix the parser", "❯ 1. Fix\n  2. Test"):
+        draft = prompt[2:].replace("\n  ", "\n")
+        assert verdict(Agent.CLAUDE, TextView.of(claude(prompt))) == (IDLE, DRAFT, draft)
+
+
+def test_claude_the_echo_of_a_numbered_prompt_is_no_menu() -> None:
+    """After `1. Fix the bug` was sent, its echo above the box does not block the next one."""
+    echoed = claude("❯ ", above="● Earlier.\n\n❯ 1. Fix the bug\n\n● Done.")
+    assert verdict(Agent.CLAUDE, TextView.of(echoed))[:2] == (IDLE, EMPTY)
+    # A focused option with others beside it is still a menu, above or below it.
+    for menu in ("❯ 1. Red\n  2. Blue", "  1. Red\n    warm\n❯ 2. Blue"):
+        above = f"● Pick one\n\n{menu}\n\n● Done."
+        assert verdict(Agent.CLAUDE, TextView.of(claude("❯ ", above=above)))[0] is BLOCKED
 
 
 # ---------------------------------------------------------------- Codex

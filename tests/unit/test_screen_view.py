@@ -27,3 +27,13 @@ def test_cursor_only_while_visible() -> None:
     assert ScreenText(screen).cursor == (4, 2)
     screen.feed(b"\x1b[?25l")
     assert ScreenText(screen).cursor is None
+
+
+def test_soft_wrapped_rows_are_told_from_new_lines() -> None:
+    screen = Screen(10, 5)
+    # 25 characters on one line wrap twice; a full row followed by CR LF does not.
+    screen.feed(b"x" * 25 + b"\r\n" + b"y" * 10 + b"\r\nz")
+    view = ScreenText(screen)
+    assert list(view.rows) == ["x" * 10, "x" * 10, "xxxxx", "y" * 10, "z"]
+    assert [view.continues(row) for row in range(5)] == [False, True, True, False, False]
+    assert [screen.continues(row) for row in range(5)] == [False, True, True, False, False]
