@@ -50,7 +50,7 @@ __all__ = [
 REQUIRED_CAPABILITIES = ("vt-v1", "text-v1", "takeover", "refresh")
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 #: How long a closed gate must hold back a frame the host would otherwise send.
-GATE_HOLD_SECONDS = 1.5
+GATE_HOLD_SECONDS = 1.0
 
 
 async def discover(ctx: Context) -> str:
