@@ -2,7 +2,7 @@
 
 Parses, then hands over to :mod:`mirror_host.client.attach` and
 :mod:`mirror_host.client.conformance`. Exit codes: 0 success (attach: detached
-with Ctrl-]; conformance: every check passed), 1 failure, 2 bad usage,
+with Ctrl-]; conformance: no check failed, one passed), 1 failure, 2 bad usage,
 130 interrupted.
 """
 
@@ -37,12 +37,14 @@ _CONFORMANCE_EPILOG = """\
 The suite pairs as a new device with --code (a code from the host's pairing window:
 `mirror-host pair`, or Prowl's Add a Device), then checks the host against the
 protocol, one line per check; the last line is `N passed, M failed` (skipped checks
-are listed, counted in neither). Exit status 0 only when every check passed.
+are listed, counted in neither). Exit status 0 when no check failed and at least
+one passed, 1 otherwise.
 
 It relies on the protocol only, so it runs against any Prowl mirror host. The pane
 checks use --pane or the first pane no device mirrors; with --allow-input they type
-one harmless `echo` into it. The device it paired stays on the host: remove it
-afterwards (mirror-host revoke, or Prowl's device list).
+harmless `echo` commands into it and scroll it up once (and back). The device it
+paired stays on the host: remove it afterwards (mirror-host revoke, or Prowl's
+device list).
 
 examples:
   mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --allow-input
@@ -118,7 +120,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     conformance.add_argument(
         "--allow-input",
         action="store_true",
-        help="let the input checks type a harmless `echo` into the pane",
+        help="let checks type harmless `echo` commands into the pane and scroll it up",
     )
     conformance.add_argument("--json", action="store_true", help="print one JSON document")
     conformance.add_argument(

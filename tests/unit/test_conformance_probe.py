@@ -5,6 +5,7 @@ word is still heard."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import partial
 
 import pytest
@@ -192,3 +193,44 @@ async def test_a_handshake_that_never_ends_has_its_own_message(
         nursery.cancel_scope.cancel()
     assert result.status is Status.FAILED
     assert "the TLS handshake neither completed nor failed within 0.2 s" in result.detail
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_a_crash_outside_any_check_still_ends_with_the_counts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mirror_host.cli import main
+    from mirror_host.client.conformance import suite
+    from mirror_host.client.conformance.report import CheckResult
+
+    async def crashing(
+        target: object, options: object, *, on_result: Callable[[CheckResult], None]
+    ) -> list[CheckResult]:
+        on_result(CheckResult("pair.enroll", Status.PASSED, "paired", 0.0))
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(suite, "run_suite", crashing)
+    status = main(["conformance", "127.0.0.1:1", "--code", "ABCD-2345"])
+    lines = capsys.readouterr().out.splitlines()
+    assert status == 1
+    assert lines[-2].startswith("FAIL suite: internal error: RuntimeError: boom")
+    assert lines[-1] == "1 passed, 1 failed"
+
+
+def test_unknown_patterns_are_refused_before_connecting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mirror_host.cli import main
+    from mirror_host.client.conformance import suite
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the suite must not start")
+
+    monkeypatch.setattr(suite, "run_suite", never)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["conformance", "127.0.0.1:1", "--code", "ABCD-2345", "--skip", "nothing.*"])
+    assert exit_info.value.code == 2
+    assert "no check matches 'nothing.*'" in capsys.readouterr().err

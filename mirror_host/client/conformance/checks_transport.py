@@ -109,7 +109,7 @@ async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
 
 async def check_pair_wrong_proof(ctx: Context, code: str, name: str) -> str:
     """Before pairing: ``pair`` with a wrong proof (made over another nonce) closes the
-    connection without ``paired``; the pairing window stays open."""
+    connection without ``paired`` (and the window stays open for ``pair.enroll``)."""
     try:
         normalized = normalize_code(code)
     except InvalidPairingCode as exc:
