@@ -12,12 +12,14 @@ host never delivers.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from uuid import UUID
 
 import trio
 
 from mirror_host.client.conformance.probe import (
+    CheckFailed,
     CheckSkipped,
     Conn,
     Context,
@@ -191,58 +193,98 @@ def _moved_by(scrolled: Frame, frames: list[Frame]) -> tuple[Frame, int] | None:
     return None
 
 
+async def _replayed(
+    conn: Conn, request: UUID, direction: ScrollDirection, first: ScrollResult
+) -> None:
+    """Repeat ``request``: the host must send the stored ``scrollResult`` again."""
+    await _scroll(conn, request, direction)
+    again = await conn.expect_one((ScrollResult, Failure), "the replayed `scrollResult`")
+    if isinstance(again, Failure):
+        fail(f"the duplicate was answered {again.error!r}, not with the stored result")
+    assert isinstance(again, ScrollResult)
+    if again.request_id != request or again.sequence != first.sequence:
+        fail(
+            f"the duplicate was applied again: `scrollResult` {again.sequence} "
+            f"(the original completed with frame {first.sequence})"
+        )
+    # A scroll applied again completes with a second `scrollResult` (which fails
+    # this wait) or, if the host replays the result but scrolls anyway, moves the view.
+    await conn.quiet(REPLAY_WATCH_SECONDS, "after the replayed result")
+
+
+async def _scroll_back(conn: Conn, times: int) -> UUID:
+    """Scroll down ``times`` times (new request ids); return the last id."""
+    latest = new_id()
+    for _ in range(times):
+        latest = new_id()
+        await _scroll(conn, latest, ScrollDirection.DOWN)
+        await _scroll_outcome(conn, latest, "`scrollResult` for scrolling back down")
+    return latest
+
+
+async def _try_scroll_back(conn: Conn) -> None:
+    """After a failure, leave the host's view at its live bottom if the connection lets us."""
+    with (
+        trio.move_on_after(conn.ctx.wait + 1.0),
+        contextlib.suppress(CheckFailed, CheckSkipped),
+    ):
+        await _scroll_back(conn, 1)
+
+
+async def _duplicate_scrolled_up(ctx: Context) -> str:
+    async with subscribed(ctx, "subscriber", Representation.TEXT) as conn:
+        before = await conn.frame("frame 1")
+        request = new_id()
+        await _scroll(conn, request, ScrollDirection.UP)
+        first = await _scroll_outcome(conn, request, "`scrollResult`")
+        if isinstance(first, Failure):
+            return await _failure_replayed(conn, request, ScrollDirection.UP, first)
+        try:
+            # A scroll may keep moving the view for a while (wheel events a program
+            # handles one by one): judge the duplicate against the view once it rests.
+            await conn.settle()
+            scrolled = conn.last_frame
+            assert scrolled is not None
+            conn.mark()
+            await _replayed(conn, request, ScrollDirection.UP, first)
+        except (CheckFailed, CheckSkipped):
+            await _try_scroll_back(conn)
+            raise
+        moved = _moved_by(scrolled, conn.marked)
+        # Put the view back where it was (twice if the host scrolled twice).
+        latest = await _scroll_back(conn, 2 if moved else 1)
+        if moved is not None:
+            frame, shift = moved
+            fail(
+                f"the duplicate was applied again: the host replayed `scrollResult` "
+                f"{first.sequence}, but frame {frame.sequence} shows the view "
+                f"{shift} rows further up"
+            )
+        await _direction_closes(conn, latest, ScrollDirection.DOWN)
+    note = ""
+    if view_rows(frame_text(before), before.rows) == view_rows(frame_text(scrolled), scrolled.rows):
+        note = " (the view did not move up: a scroll applied again would not show)"
+    return f"replayed result {first.sequence}; another direction closed the connection{note}"
+
+
 async def check_scroll_duplicate(ctx: Context) -> str:
     """A repeated request id replays the same result (or failure) and is never applied
     again; with another direction it closes the connection. With ``--allow-input`` it
-    scrolls up on a ``text-v1`` lease, so a scroll applied again would move the view."""
+    scrolls up on a ``text-v1`` lease (then back down), so a scroll applied again would
+    move the view."""
     ctx.needs("remote-scroll")
-    up = ctx.allow_input
-    representation = Representation.TEXT if up else Representation.VT
-    direction = ScrollDirection.UP if up else ScrollDirection.DOWN
-    async with subscribed(ctx, "subscriber", representation) as conn:
-        before = await conn.frame("frame 1")
+    if ctx.allow_input:
+        return await _duplicate_scrolled_up(ctx)
+    async with subscribed(ctx, "subscriber") as conn:
+        await conn.frame("frame 1")
         request = new_id()
-        await _scroll(conn, request, direction)
+        await _scroll(conn, request, ScrollDirection.DOWN)
         first = await _scroll_outcome(conn, request, "`scrollResult`")
         if isinstance(first, Failure):
-            return await _failure_replayed(conn, request, direction, first)
-        scrolled = conn.last_frame
-        assert scrolled is not None
-        conn.mark()
-        await _scroll(conn, request, direction)
-        again = await conn.expect_one((ScrollResult, Failure), "the replayed `scrollResult`")
-        if isinstance(again, Failure):
-            fail(f"the duplicate was answered {again.error!r}, not with the stored result")
-        assert isinstance(again, ScrollResult)
-        if again.request_id != request or again.sequence != first.sequence:
-            fail(
-                f"the duplicate was applied again: `scrollResult` {again.sequence} "
-                f"(the original completed with frame {first.sequence})"
-            )
-        # A scroll applied again completes with a second `scrollResult` (which fails
-        # this wait) or, if the host replays the result but scrolls anyway, moves the view.
-        await conn.quiet(REPLAY_WATCH_SECONDS, "after the replayed result")
-        latest, note = request, ""
-        if up:
-            moved = _moved_by(scrolled, conn.marked)
-            rows_before = view_rows(frame_text(before), before.rows)
-            if rows_before == view_rows(frame_text(scrolled), scrolled.rows):
-                note = " (the view did not move up: nothing to scroll back to)"
-            # Put the view back where it was (twice if the host scrolled twice).
-            for _ in range(2 if moved else 1):
-                latest = new_id()
-                await _scroll(conn, latest, ScrollDirection.DOWN)
-                await _scroll_outcome(conn, latest, "`scrollResult` for scrolling back down")
-            if moved is not None:
-                frame, shift = moved
-                fail(
-                    f"the duplicate was applied again: the host replayed `scrollResult` "
-                    f"{first.sequence}, but frame {frame.sequence} shows the view "
-                    f"{shift} rows further up"
-                )
-            direction = ScrollDirection.DOWN
-        await _direction_closes(conn, latest, direction)
-    return f"replayed result {first.sequence}; another direction closed the connection{note}"
+            return await _failure_replayed(conn, request, ScrollDirection.DOWN, first)
+        await _replayed(conn, request, ScrollDirection.DOWN, first)
+        await _direction_closes(conn, request, ScrollDirection.DOWN)
+    return f"replayed result {first.sequence}; another direction closed the connection"
 
 
 async def check_scroll_busy(ctx: Context) -> str:

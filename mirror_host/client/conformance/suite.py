@@ -144,7 +144,7 @@ CHECKS: tuple[Check, ...] = (
     Check("takeover.busy", panes.check_takeover_busy),
     Check("takeover.takeover", panes.check_takeover_takeover),
     Check("scroll.result", features.check_scroll_result),
-    Check("scroll.duplicate", features.check_scroll_duplicate, base=10.0, waits=5.0),
+    Check("scroll.duplicate", features.check_scroll_duplicate, base=12.0, waits=7.0),
     Check("scroll.busy", features.check_scroll_busy),
     Check("history.pages", features.check_history_pages, base=30.0, waits=6.0),
     Check("history.invalid", features.check_history_invalid),
