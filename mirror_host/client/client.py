@@ -100,7 +100,8 @@ class MirrorClient:
         self.ping_times: list[float] = []
         #: When the last packet of any kind arrived (``None`` before the first).
         self.last_received: float | None = None
-        #: The kind of the very first packet (``"challenge"``, ``"ping"``, ``"frame"`` …).
+        #: The kind of the first packet that is not a heartbeat (``"challenge"``,
+        #: ``"frame"`` …): ``ping``/``pong`` never reach the application layer.
         self.first_kind: str | None = None
         #: Why the reader stopped on an undecodable packet, if it did.
         self.decode_error: str | None = None
@@ -157,6 +158,9 @@ class MirrorClient:
 
     async def _read(self) -> None:
         decoder = PacketDecoder()
+        #: False once a pong could not be sent: the host is closing, but what it
+        #: sent before (an ``ended`` …) is still read and delivered.
+        can_answer = True
         try:
             while True:
                 try:
@@ -170,16 +174,16 @@ class MirrorClient:
                     self.last_received = trio.current_time()
                     if isinstance(packet, ControlPacket):
                         message = decode_control(packet.body)
-                        if self.first_kind is None:
+                        if self.first_kind is None and not isinstance(message, Ping | Pong):
                             self.first_kind = message.CASE
                         if isinstance(message, Ping):
                             self.pings_received += 1
                             self.ping_times.append(self.last_received)
-                            if self.answer_pings:
+                            if self.answer_pings and can_answer:
                                 try:
                                     await self.send(Pong())
                                 except ClientClosed:
-                                    return
+                                    can_answer = False
                             continue
                         if isinstance(message, Challenge) and self.challenge is None:
                             self.challenge = message

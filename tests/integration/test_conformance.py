@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import trio
 
-from mirror_host.auth.login import check_device_login
+from mirror_host.auth.login import check_device_login, check_pairing
 from mirror_host.client.address import HostAddress
+from mirror_host.client.conformance import checks_features as features
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
 from mirror_host.commands.service import CommandService
@@ -28,8 +29,14 @@ from mirror_host.control import (
     Input,
     Intent,
     JSONValue,
+    ListPanes,
+    Ping,
+    Representation,
+    Scroll,
     Subscribe,
+    encode_control,
 )
+from mirror_host.errors import PaneSourceError
 from mirror_host.host import hub as hub_module
 from mirror_host.host import server as server_module
 from mirror_host.host.server import Host
@@ -37,9 +44,10 @@ from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
 from mirror_host.session import connection as connection_module
 from mirror_host.session.connection import Session
-from mirror_host.session.events import InputReceived, SubscribeRequested
+from mirror_host.session.events import InputReceived, ScrollRequested, SubscribeRequested
 from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import FrameGate, ScrollTracker
+from mirror_host.wire import ControlPacket, encode_packet
 from tests.integration.conftest import host_config, port_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -49,6 +57,9 @@ PANE_COMMAND = "seq 1 450; exec sh"
 #: What the host owes comes within milliseconds on loopback; a fault's missing
 #: reply or close is then noticed after this (the command's default is 5 s).
 WAIT = 2.5
+#: The same for the planted faults, most of which are noticed by a close that never
+#: comes (what a correct host owes still comes at once).
+FAULT_WAIT = 1.5
 
 
 class _ShellBackend:
@@ -97,15 +108,25 @@ async def host_for_suite(
 
 
 async def run_against(
-    state_dir: Path, only: tuple[str, ...] = (), *, commands: bool = False, pane: str = PANE_COMMAND
+    state_dir: Path,
+    only: tuple[str, ...] = (),
+    *,
+    commands: bool = False,
+    pane: str = PANE_COMMAND,
+    allow_input: bool = True,
+    wait: float = WAIT,
 ) -> dict[str, CheckResult]:
     async with host_for_suite(state_dir, commands=commands, pane=pane) as host:
         code = host.open_pairing_window().code
         results = await run_suite(
             HostAddress("127.0.0.1", port_of(host)),
-            SuiteOptions(code=code, allow_input=True, only=only, wait=WAIT),
+            SuiteOptions(code=code, allow_input=allow_input, only=only, wait=wait),
         )
     return {result.name: result for result in results}
+
+
+def _statuses(results: dict[str, CheckResult]) -> dict[str, str]:
+    return {name: f"{r.status.value}: {r.detail}" for name, r in results.items()}
 
 
 @pytest.mark.slow
@@ -136,6 +157,29 @@ def _gate_lets_a_second_frame_through(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(FrameGate, "commit", forgetful_commit)
 
 
+def _gate_armed_only_for_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frame 1 waits for its ACK; later frames do not hold the gate (their ACKs still pass)."""
+    would_send, acknowledge = FrameGate.would_send, FrameGate.acknowledge
+
+    def lax_would_send(self: FrameGate, key: object, *, force: bool = False) -> bool:
+        if self.outstanding is not None and self.outstanding > 1:
+            self.outstanding = None
+        return would_send(self, key, force=force)
+
+    def lax_acknowledge(self: FrameGate, sequence: int) -> None:
+        if self.outstanding is None and 1 < sequence < self.next_sequence:
+            return  # a later frame the gate already forgot
+        acknowledge(self, sequence)
+
+    monkeypatch.setattr(
+        FrameGate,
+        "is_open",
+        property(lambda self: self.outstanding is None or self.outstanding > 1),
+    )
+    monkeypatch.setattr(FrameGate, "would_send", lax_would_send)
+    monkeypatch.setattr(FrameGate, "acknowledge", lax_acknowledge)
+
+
 def _sequences_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     original = FrameGate.commit
 
@@ -152,6 +196,19 @@ def _wrong_ack_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
         self.outstanding = None
 
     monkeypatch.setattr(FrameGate, "acknowledge", acknowledge)
+
+
+def _ack_checked_only_for_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After frame 1 any ACK opens the gate, as long as a frame is outstanding."""
+    acknowledge = FrameGate.acknowledge
+
+    def lax(self: FrameGate, sequence: int) -> None:
+        if self.outstanding is not None and self.outstanding > 1:
+            self.outstanding = None
+            return
+        acknowledge(self, sequence)
+
+    monkeypatch.setattr(FrameGate, "acknowledge", lax)
 
 
 def _takeover_keeps_the_old_lease(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,6 +228,16 @@ def _busy_pane_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         await original(self, connection, dataclasses.replace(request, intent=Intent.TAKEOVER))
 
     monkeypatch.setattr(hub_module.Hub, "_subscribe", subscribe)
+
+
+def _every_pane_listed_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = Session.send_panes
+
+    def send_panes(self: Session, panes: Any, capabilities: Any, host_run_id: Any) -> None:
+        busy = tuple(dataclasses.replace(pane, busy=True) for pane in panes)
+        original(self, busy, capabilities, host_run_id)
+
+    monkeypatch.setattr(Session, "send_panes", send_panes)
 
 
 def _history_pages_skip_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,6 +261,54 @@ def _scroll_duplicate_reapplied(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ScrollTracker, "request", request)
 
 
+def _scroll_replayed_but_applied_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The duplicate gets the stored `scrollResult`, but the pane is scrolled once more."""
+    original = connection_module._AUTHENTICATED_HANDLERS[Scroll]
+
+    def on_scroll(self: Session, message: Any, now: float) -> None:
+        lease = self._lease_for(message.subscription_id)
+        latest = lease.scroll.latest_result
+        original(self, message, now)
+        if latest is not None and latest[0] == message.request_id and not self.is_closed:
+            self._events.append(
+                ScrollRequested(
+                    lease.subscription_id, lease.pane_id, message.request_id, message.direction
+                )
+            )
+
+    monkeypatch.setitem(connection_module._AUTHENTICATED_HANDLERS, Scroll, on_scroll)
+
+
+def _frames_queued_not_coalesced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each change of a pane is captured when it happens and sent in turn, oldest first."""
+    queues: dict[Any, list[Any]] = {}
+    watch, capture = LocalSource.watch, LocalSource.capture
+
+    @asynccontextmanager
+    async def queueing_watch(
+        self: LocalSource, pane_id: Any, on_change: Callable[[], None]
+    ) -> AsyncIterator[None]:
+        screen = self.pane(pane_id).screen
+
+        def changed() -> None:
+            queues.setdefault(pane_id, []).append(screen.capture(Representation.VT))
+            on_change()
+
+        async with watch(self, pane_id, changed):
+            yield
+
+    async def oldest_capture(
+        self: LocalSource, pane_id: Any, representation: Representation, **options: Any
+    ) -> Any:
+        queue = queues.get(pane_id)
+        if queue and representation is Representation.VT:
+            return queue.pop(0)
+        return await capture(self, pane_id, representation, **options)
+
+    monkeypatch.setattr(LocalSource, "watch", queueing_watch)
+    monkeypatch.setattr(LocalSource, "capture", oldest_capture)
+
+
 def _no_heartbeats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connection_module, "HEARTBEAT_SECONDS", 3600.0)
 
@@ -204,6 +319,16 @@ def _input_accepted_on_text(monkeypatch: pytest.MonkeyPatch) -> None:
         self._events.append(InputReceived(lease.subscription_id, lease.pane_id, message.data))
 
     monkeypatch.setitem(connection_module._AUTHENTICATED_HANDLERS, Input, on_input)
+
+
+def _pair_proof_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = check_pairing
+
+    def check(registry: Any, window: Any, **kwargs: Any) -> str | None:
+        problem = original(registry, window, **kwargs)
+        return None if problem == "wrong pairing proof" else problem
+
+    monkeypatch.setattr(server_module, "check_pairing", check)
 
 
 def _wrong_proof_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,38 +358,66 @@ def _short_nonce(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server_module, "NONCE_BYTES", 16)
 
 
-FAULTS: list[tuple[str, Callable[[pytest.MonkeyPatch], None], tuple[str, ...], str]] = [
-    ("gate", _gate_lets_a_second_frame_through, ("frames.gate",), "frames.gate"),
-    ("sequence", _sequences_skip, ("frames.sequence",), "frames.sequence"),
-    ("ack", _wrong_ack_accepted, ("frames.ack-rules",), "frames.ack-rules"),
-    ("takeover", _takeover_keeps_the_old_lease, ("takeover.takeover",), "takeover.takeover"),
-    ("busy", _busy_pane_not_refused, ("takeover.busy",), "takeover.busy"),
-    ("history", _history_pages_skip_a_line, ("history.pages",), "history.pages"),
-    ("scroll", _scroll_duplicate_reapplied, ("scroll.duplicate",), "scroll.duplicate"),
-    ("heartbeat", _no_heartbeats, ("heartbeat.ping",), "heartbeat.ping"),
-    ("text-input", _input_accepted_on_text, ("input.text-lease",), "input.text-lease"),
-    ("proof", _wrong_proof_accepted, ("auth.wrong-proof",), "auth.wrong-proof"),
+#: name, plant, checks run, the check that must fail, with --allow-input.
+FAULTS: list[tuple[str, Callable[[pytest.MonkeyPatch], None], tuple[str, ...], str, bool]] = [
+    ("gate", _gate_lets_a_second_frame_through, ("frames.gate",), "frames.gate", False),
+    ("gate-later", _gate_armed_only_for_the_first_frame, ("text.gate",), "text.gate", False),
+    ("sequence", _sequences_skip, ("frames.sequence",), "frames.sequence", False),
+    ("ack", _wrong_ack_accepted, ("frames.ack-rules",), "frames.ack-rules", False),
+    (
+        "ack-later",
+        _ack_checked_only_for_the_first_frame,
+        ("frames.ack-rules",),
+        "frames.ack-rules",
+        False,
+    ),
+    (
+        "takeover",
+        _takeover_keeps_the_old_lease,
+        ("takeover.takeover",),
+        "takeover.takeover",
+        False,
+    ),
+    ("busy", _busy_pane_not_refused, ("takeover.busy",), "takeover.busy", False),
+    ("busy-listed", _every_pane_listed_busy, ("takeover.busy",), "takeover.busy", False),
+    ("history", _history_pages_skip_a_line, ("history.pages",), "history.pages", False),
+    ("scroll", _scroll_duplicate_reapplied, ("scroll.duplicate",), "scroll.duplicate", False),
+    (
+        "scroll-again",
+        _scroll_replayed_but_applied_again,
+        ("scroll.duplicate",),
+        "scroll.duplicate",
+        True,
+    ),
+    ("heartbeat", _no_heartbeats, ("heartbeat.ping",), "heartbeat.ping", False),
+    ("text-input", _input_accepted_on_text, ("input.text-lease",), "input.text-lease", False),
+    ("proof", _wrong_proof_accepted, ("auth.wrong-proof",), "auth.wrong-proof", False),
     (
         "second-subscribe",
         _second_subscribe_accepted,
         ("lease.second-subscribe",),
         "lease.second-subscribe",
+        False,
     ),
-    ("refresh", _refresh_ignored, ("frames.refresh",), "frames.refresh"),
+    ("refresh", _refresh_ignored, ("frames.refresh",), "frames.refresh", False),
     # Caught at once: pairing already reads a challenge.
-    ("nonce", _short_nonce, ("auth.challenge",), "pair.enroll"),
+    ("nonce", _short_nonce, ("auth.challenge",), "pair.enroll", False),
 ]
 
 
 #: What each failure must say.
 SAID = {
     "gate": "frame 2 arrived while frame 1 was still unacknowledged",
+    "gate-later": "frame 3 arrived while frame 2 was still unacknowledged",
     "sequence": "sequence 3 after 1 (expected 2)",
-    "ack": "stayed open 2.5 s after an ACK of 2 for frame 1",
+    "ack": "stayed open 1.5 s after an ACK of 2 for frame 1",
+    "ack-later": "stayed open 1.5 s after an ACK of 1 (already acknowledged) for frame 2",
     "takeover": "no `ended` for the old owner",
     "busy": "was granted a lease",
+    "busy-listed": "a free pane is listed busy",
     "history": "pages must be contiguous",
     "scroll": "the duplicate was applied again",
+    "scroll-again": "shows the view 21 rows further up",
     "heartbeat": "0 ping(s) from the host",
     "text-input": "after `input` on a text-v1 lease",
     "proof": "with `authenticated` instead of closing",
@@ -281,10 +434,10 @@ def reset_patches() -> Iterator[pytest.MonkeyPatch]:
 
 
 @pytest.mark.parametrize(
-    ("plant", "only", "expected", "said"),
+    ("plant", "only", "expected", "said", "allow_input"),
     [
-        pytest.param(plant, only, expected, SAID[name], id=name)
-        for name, plant, only, expected in FAULTS
+        pytest.param(plant, only, expected, SAID[name], allow_input, id=name)
+        for name, plant, only, expected, allow_input in FAULTS
     ],
 )
 async def test_a_planted_fault_fails_its_check(
@@ -294,9 +447,10 @@ async def test_a_planted_fault_fails_its_check(
     only: tuple[str, ...],
     expected: str,
     said: str,
+    allow_input: bool,
 ) -> None:
     plant(reset_patches)
-    results = await run_against(state_dir, only)
+    results = await run_against(state_dir, only, allow_input=allow_input, wait=FAULT_WAIT)
     if expected != "pair.enroll":
         assert results["pair.enroll"].status is Status.PASSED, results["pair.enroll"].detail
     failed = {name for name, r in results.items() if r.status is Status.FAILED}
@@ -311,6 +465,143 @@ async def test_a_short_history_is_lengthened_to_catch_a_paging_fault(
     results = await run_against(state_dir, ("history.pages",), pane="sh")
     assert results["history.pages"].status is Status.FAILED
     assert "pages must be contiguous" in results["history.pages"].detail
+
+
+async def test_a_short_history_shows_a_paging_fault_without_typing(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _history_pages_skip_a_line(reset_patches)
+    results = await run_against(state_dir, ("history.pages",), pane="sh", allow_input=False)
+    assert results["history.pages"].status is Status.FAILED, _statuses(results)
+    assert "the page before line 1: " in results["history.pages"].detail
+
+
+async def test_history_on_a_pane_that_runs_no_shell_still_passes(state_dir: Path) -> None:
+    # With --allow-input the echo commands go to `cat`, whose output never shows their
+    # marker: the check pages the short history as it is instead of failing.
+    results = await run_against(state_dir, ("history.pages",), pane="cat", wait=1.0)
+    assert results["history.pages"].status is Status.PASSED, _statuses(results)
+    assert "the typed echo commands never ran (not a shell?)" in results["history.pages"].detail
+
+
+async def test_a_long_history_is_walked_in_part_then_checked_at_line_0(state_dir: Path) -> None:
+    results = await run_against(
+        state_dir, ("history.pages",), pane="seq 1 5000; exec sh", allow_input=False
+    )
+    result = results["history.pages"]
+    assert result.status is Status.PASSED, _statuses(results)
+    assert "in 20 contiguous pages, then the oldest (before line " in result.detail
+
+
+# ---------------------------------------------------------------- correct hosts, other choices
+
+
+def _ping_before_challenge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heartbeats start with TLS: this host's first packet is a `ping`."""
+    original = Session.__init__
+
+    def init(self: Session, **kwargs: Any) -> None:
+        original(self, **kwargs)
+        ping = encode_packet(ControlPacket(encode_control(Ping())))
+        self._outbound.insert(0, ping)
+        self._queued_bytes += len(ping)
+
+    monkeypatch.setattr(Session, "__init__", init)
+
+
+async def test_a_host_that_pings_before_its_challenge_passes(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _ping_before_challenge(reset_patches)
+    only = ("auth.challenge", "scroll.duplicate", "history.pages")
+    results = await run_against(state_dir, only, allow_input=False)
+    assert {n: r.status for n, r in results.items()} == dict.fromkeys(
+        ("pair.enroll", *only), Status.PASSED
+    ), _statuses(results)
+
+
+async def test_a_pane_the_host_cannot_scroll_skips_the_scroll_checks(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    # `remote-scroll` is advertised, but this pane answers SCROLL_UNAVAILABLE (spec §6).
+    original = ScrollTracker.__init__
+
+    def cannot(self: ScrollTracker, *, can_scroll: bool) -> None:
+        original(self, can_scroll=False)
+
+    reset_patches.setattr(ScrollTracker, "__init__", cannot)
+    results = await run_against(state_dir, ("scroll.*",), allow_input=False)
+    for name in ("scroll.result", "scroll.duplicate", "scroll.busy"):
+        assert results[name].status is Status.SKIPPED, _statuses(results)
+        assert "SCROLL_UNAVAILABLE: Host cannot scroll this pane." in results[name].detail
+
+
+async def test_a_scroll_that_could_not_be_applied_is_replayed(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: LocalSource, pane_id: Any, direction: Any) -> None:
+        await trio.lowlevel.checkpoint()
+        raise PaneSourceError("the scroll did not take")
+
+    reset_patches.setattr(LocalSource, "scroll", broken)
+    results = await run_against(state_dir, ("scroll.*",), allow_input=False)
+    assert results["scroll.result"].status is Status.SKIPPED, _statuses(results)
+    assert results["scroll.duplicate"].status is Status.PASSED, _statuses(results)
+    assert "replayed the failure" in results["scroll.duplicate"].detail
+    assert results["scroll.busy"].status is not Status.FAILED, _statuses(results)
+
+
+async def test_a_failed_discovery_is_reported(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    reset_patches.setitem(
+        connection_module._AUTHENTICATED_HANDLERS, ListPanes, lambda self, message, now: None
+    )
+    results = await run_against(state_dir, ("subscribe.vt",), allow_input=False, wait=1.0)
+    assert results["discovery"].status is Status.FAILED, _statuses(results)
+    assert "no `panes` within 1 s" in results["discovery"].detail
+    assert results["subscribe.vt"].status is Status.SKIPPED
+    assert "listing the panes failed" in results["subscribe.vt"].detail
+
+
+async def test_a_pair_with_a_wrong_proof_that_pairs_fails_and_the_rest_runs(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _pair_proof_ignored(reset_patches)
+    results = await run_against(state_dir, ("pair.wrong-proof", "auth.login"), allow_input=False)
+    assert results["pair.wrong-proof"].status is Status.FAILED, _statuses(results)
+    assert "with `paired` (a new device)" in results["pair.wrong-proof"].detail
+    assert results["pair.enroll"].status is Status.SKIPPED
+    assert results["auth.login"].status is Status.PASSED  # with the device it handed out
+
+
+# ---------------------------------------------------------------- coalescing
+
+
+async def test_a_host_that_queues_frames_instead_of_coalescing_fails(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _frames_queued_not_coalesced(reset_patches)
+    reset_patches.setattr(features, "COALESCE_HOLD_SECONDS", 1.0)
+    # The typed line shows at once (the terminal echoes it), the output 0.5 s later:
+    # two states queued while the frame is held, the older one without the output.
+    shell = 'while IFS= read -r line; do sleep 0.5; eval "$line"; done'
+    results = await run_against(state_dir, ("input.coalesce",), pane=shell, wait=1.0)
+    result = results["input.coalesce"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "the first after the ACK, does not show the echo's output" in result.detail
+
+
+async def test_a_slow_shell_is_not_taken_for_a_stale_frame(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    # The echo's output shows 1.5 s after the keys, later than the (shortened) first
+    # hold: the first frame after the ACK rightly lacks it, and the check holds longer
+    # once more.
+    reset_patches.setattr(features, "COALESCE_HOLD_SECONDS", 0.5)
+    slow_shell = 'while IFS= read -r line; do sleep 1.5; eval "$line"; done'
+    results = await run_against(state_dir, ("input.coalesce",), pane=slow_shell)
+    assert results["input.coalesce"].status is Status.PASSED, _statuses(results)
 
 
 # ---------------------------------------------------------------- the command line

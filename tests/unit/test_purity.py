@@ -35,6 +35,7 @@ PURE_MODULES = [
     "mirror_host.client.chooser",
     "mirror_host.client.conformance.ledger",
     "mirror_host.client.conformance.report",
+    "mirror_host.client.conformance.rules",
     "mirror_host.panes.activity",
     "mirror_host.agents",
     "mirror_host.agents.detect",

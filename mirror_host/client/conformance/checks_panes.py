@@ -1,9 +1,10 @@
 """Checks of panes, leases and the frame rules. I/O.
 
-The pane used is ``--pane`` or the first one no device mirrors. Frames are
-judged by the connection's :class:`~mirror_host.client.conformance.ledger.FrameLedger`
-on every wait, so each check also watches sequences, the one-outstanding-frame
-gate and unchanged frames while it does its own job.
+The pane used is ``--pane`` or the first one no device mirrors (see
+:func:`discover`). Frames are judged by the connection's
+:class:`~mirror_host.client.conformance.ledger.FrameLedger` on every wait, so
+each check also watches sequences, unchanged frames and, whenever it holds a
+frame unacknowledged, the one-outstanding-frame gate while it does its own job.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mirror_host.client.conformance.probe import (
     fail,
     subscribed,
 )
+from mirror_host.client.conformance.rules import choose_pane
 from mirror_host.control import (
     Acknowledge,
     Ended,
@@ -48,17 +50,46 @@ __all__ = [
 REQUIRED_CAPABILITIES = ("vt-v1", "text-v1", "takeover", "refresh")
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 #: How long a closed gate must hold back a frame the host would otherwise send.
-GATE_HOLD_SECONDS = 1.5
+GATE_HOLD_SECONDS = 1.0
 
 
 async def discover(ctx: Context) -> str:
-    """List the panes once for the checks (pane choice, capabilities, hostRunID)."""
+    """List the panes once for the checks (pane choice, capabilities, hostRunID).
+
+    When every pane is listed busy (and no ``--pane`` was given), one
+    ``subscribe`` (ifFree) to the first finds out whether it really is mirrored:
+    ``PANE_BUSY`` means it is, and the pane checks are skipped; a lease means the
+    host lists a free pane as busy, which ``takeover.busy`` reports, and the
+    checks use that pane.
+    """
     async with device(ctx, "discovery") as conn:
         panes = await conn.list_panes()
     ctx.panes = panes.panes
     ctx.capabilities = panes.capabilities
     ctx.host_run_id = panes.host_run_id
-    return f"{len(panes.panes)} pane(s)"
+    choice = choose_pane(panes.panes, ctx.pane_choice)
+    if isinstance(choice, str):
+        ctx.no_pane = choice
+        return f"{len(panes.panes)} pane(s): {choice}"
+    if not (choice.busy and ctx.pane_choice is None):
+        ctx.chosen = choice
+        return f"{len(panes.panes)} pane(s)"
+    async with device(ctx, "busy probe") as probe:
+        answer = await probe.subscribe(choice.id, Representation.VT, Intent.IF_FREE)
+    if isinstance(answer, Subscribed):
+        ctx.chosen = choice
+        ctx.busy_error = (
+            f"every pane is listed busy, yet `subscribe` (ifFree) to the first ({choice.id}) "
+            "was granted a lease: a free pane is listed busy"
+        )
+        return f"{len(panes.panes)} pane(s), all listed busy, but the first was free"
+    if not answer.error.startswith(PANE_BUSY_PREFIX):
+        fail(f"`subscribe` (ifFree) to a pane listed busy was answered {answer.error!r}")
+    ctx.no_pane = (
+        "every pane is mirrored by another device (listed busy, and `subscribe` got "
+        "PANE_BUSY): free one, or name one with --pane (the checks then fail while it is busy)"
+    )
+    return f"{len(panes.panes)} pane(s), all mirrored by other devices"
 
 
 async def _busy(ctx: Context, conn: Conn, pane_id: uuid.UUID) -> bool:
@@ -82,7 +113,7 @@ async def check_panes_list(ctx: Context) -> str:
     if len(set(ids)) != len(ids):
         fail("a pane id is listed twice")
     note = f"{len(one.panes)} pane(s); capabilities {', '.join(one.capabilities)}"
-    return note if one.panes else note + " (no panes: the pane checks are skipped)"
+    return note if one.panes else note + " (no panes: the other pane checks are skipped)"
 
 
 async def check_subscribe(ctx: Context, representation: Representation) -> str:
@@ -112,15 +143,23 @@ async def check_subscribe_unknown_pane(ctx: Context) -> str:
 
 
 async def check_frames_gate(ctx: Context, representation: Representation) -> str:
-    """No frame while one is unacknowledged, even after ``refresh``; the ACK releases it."""
+    """No frame while one is unacknowledged, even after ``refresh``, for the first frame
+    and a later one; each ACK releases the frame the refresh owes."""
     async with subscribed(ctx, "subscriber", representation) as conn:
-        first = await conn.frame("frame 1", ack=False)
-        await conn.refresh()
-        # The ledger fails the check if a frame comes while frame 1 is outstanding.
-        await conn.quiet(GATE_HOLD_SECONDS, f"frame {first.sequence} is unacknowledged")
-        await conn.ack(first)
-        second = await conn.frame("the frame the refresh owes, after the ACK")
-    return f"held frame {second.sequence} until frame {first.sequence} was acknowledged"
+        held = await conn.frame("frame 1", ack=False)
+        released: list[int] = []
+        for _ in range(2):
+            await conn.refresh()
+            # The ledger fails the check if a frame comes while `held` is outstanding.
+            await conn.quiet(
+                GATE_HOLD_SECONDS, f"frame {held.sequence} is unacknowledged", ack=False
+            )
+            await conn.ack(held)
+            held = await conn.frame("the frame the refresh owes, after the ACK", ack=False)
+            released.append(held.sequence)
+        await conn.ack(held)
+    shown = " and ".join(f"{s} until {s - 1} was acknowledged" for s in released)
+    return f"held frame {shown}"
 
 
 async def check_frames_sequence(ctx: Context) -> str:
@@ -144,11 +183,20 @@ async def check_frames_refresh(ctx: Context) -> str:
 
 
 async def check_frames_ack_rules(ctx: Context) -> str:
-    """A wrong sequence, an ACK with nothing outstanding and another lease's ACK each close."""
+    """A wrong sequence (for the first frame, and a stale one for a later frame), an ACK
+    with nothing outstanding and another lease's ACK each close the connection."""
     async with subscribed(ctx, "wrong sequence") as conn:
         frame = await conn.frame("frame 1", ack=False)
         await conn.send(Acknowledge(sequence=frame.sequence + 1, subscription_id=conn.lease))
         await conn.expect_closed(f"an ACK of {frame.sequence + 1} for frame {frame.sequence}")
+    async with subscribed(ctx, "stale sequence") as conn:
+        first = await conn.frame("frame 1")
+        await conn.refresh()
+        later = await conn.frame("the frame after `refresh`", ack=False)
+        await conn.send(Acknowledge(sequence=first.sequence, subscription_id=conn.lease))
+        await conn.expect_closed(
+            f"an ACK of {first.sequence} (already acknowledged) for frame {later.sequence}"
+        )
     async with subscribed(ctx, "repeated ACK") as conn:
         frame = await conn.frame("frame 1")
         await conn.send(Acknowledge(sequence=frame.sequence, subscription_id=conn.lease))
@@ -157,7 +205,9 @@ async def check_frames_ack_rules(ctx: Context) -> str:
         frame = await conn.frame("frame 1", ack=False)
         await conn.send(Acknowledge(sequence=frame.sequence, subscription_id=uuid.uuid4()))
         await conn.expect_closed("an ACK naming another subscription")
-    return "wrong sequence, repeated ACK and foreign lease each closed the connection"
+    return (
+        "wrong sequence, stale sequence, repeated ACK and foreign lease each closed the connection"
+    )
 
 
 async def check_lease_second_subscribe(ctx: Context) -> str:
@@ -178,8 +228,11 @@ async def check_lease_second_subscribe(ctx: Context) -> str:
 
 
 async def check_takeover_busy(ctx: Context) -> str:
-    """``ifFree`` on a busy pane: ``PANE_BUSY`` (no lease), the connection and the owner stay."""
+    """``ifFree`` on a busy pane: ``PANE_BUSY`` (no lease), the connection and the owner stay;
+    a free pane is not listed busy."""
     pane = ctx.pane()
+    if ctx.busy_error is not None:
+        fail(ctx.busy_error)
     async with subscribed(ctx, "owner") as owner:
         await owner.frame("frame 1")
         async with device(ctx, "second device") as other:

@@ -19,10 +19,13 @@ import trio
 
 from mirror_host.auth.pairing import PAIR_IDENTITY, InvalidPairingCode, normalize_code
 from mirror_host.auth.proofs import device_proof, pair_proof
-from mirror_host.client.client import ClientClosed, Credential, HandshakeFailed, open_client
+from mirror_host.client.client import ClientClosed, Credential, HandshakeFailed
 from mirror_host.client.conformance.probe import (
+    CheckFailed,
+    CheckSkipped,
     Conn,
     Context,
+    connect,
     device,
     fail,
 )
@@ -49,6 +52,7 @@ __all__ = [
     "check_heartbeat_pong",
     "check_pair_enroll",
     "check_pair_single_use",
+    "check_pair_wrong_proof",
     "check_tls_cipher",
     "check_tls_policy",
     "check_tls_unknown_identity",
@@ -69,20 +73,17 @@ OTHER_SUITES = "PSK-AES128-GCM-SHA256:PSK-AES128-CBC-SHA256:ECDHE-PSK-AES128-CBC
 
 
 async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
-    """Pair as a new device: challenge first, ``paired`` with a 32-byte key, then closed."""
+    """Pair as a new device: ``challenge``, ``paired`` with a 32-byte key, then closed.
+    (That ``challenge`` comes first is ``auth.challenge``'s business.)"""
     try:
         normalized = normalize_code(code)
     except InvalidPairingCode as exc:
         fail(f"the code {code!r} is not a Prowl pairing code: {exc}")
     ctx.step = "pairing: TLS handshake with identity `pair`"
     try:
-        async with open_client(
-            ctx.target.host, ctx.target.port, PAIR_IDENTITY, normalized.encode()
-        ) as client:
+        async with connect(ctx, PAIR_IDENTITY, normalized.encode(), "pairing") as client:
             conn = Conn(ctx, client, "pairing")
             challenge = await conn.read_challenge()
-            if client.first_kind != "challenge":
-                fail(f"the first message was `{client.first_kind}`, not `challenge`")
             proof = pair_proof(normalized, challenge.host_id, name, challenge.nonce)
             await conn.send(Pair(name=name, proof=proof))
             paired = await conn.expect(Paired, "`paired`", ack=False, timeout=2 * ctx.wait)
@@ -93,11 +94,49 @@ async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
             ctx.credential = Credential(paired.host_id, paired.device_id, paired.key)
             await conn.expect_closed("`paired` (the host closes after sending it)")
     except HandshakeFailed as exc:
+        hint = ""
+        if ctx.tried_wrong_pair_proof:
+            hint = (
+                "; if the host closes its pairing window after a failed `pair` (Prowl's "
+                "does not), run again with --skip pair.wrong-proof"
+            )
         fail(
             "the TLS handshake with identity `pair` failed: the code is wrong or its "
-            f"pairing window is closed ({exc.reason})"
+            f"pairing window is closed ({exc.reason}){hint}"
         )
     return f"paired as device {str(ctx.credential.device_id).upper()}"
+
+
+async def check_pair_wrong_proof(ctx: Context, code: str, name: str) -> str:
+    """Before pairing: ``pair`` with a wrong proof (made over another nonce) closes the
+    connection without ``paired`` (and the window stays open for ``pair.enroll``)."""
+    try:
+        normalized = normalize_code(code)
+    except InvalidPairingCode as exc:
+        raise CheckSkipped(f"the code {code!r} is not a Prowl pairing code") from exc
+    ctx.step = "wrong proof: TLS handshake with identity `pair`"
+    ctx.tried_wrong_pair_proof = True
+    try:
+        async with connect(ctx, PAIR_IDENTITY, normalized.encode(), "wrong proof") as client:
+            conn = Conn(ctx, client, "wrong proof")
+            challenge = await conn.read_challenge()
+            proof = pair_proof(normalized, challenge.host_id, name, secrets.token_bytes(32))
+            await conn.send(Pair(name=name, proof=proof))
+            violation = "`pair` with a proof made over another nonce"
+            try:
+                await conn.expect_closed(violation)
+            except CheckFailed:
+                paired = conn.unexpected
+                if isinstance(paired, Paired):
+                    # Keep what the host handed out: the other checks can still run.
+                    ctx.credential = Credential(paired.host_id, paired.device_id, paired.key)
+                    fail(f"the host answered {violation} with `paired` (a new device)")
+                raise
+    except HandshakeFailed as exc:
+        raise CheckSkipped(
+            f"the pairing code does not open TLS ({exc.reason}); see pair.enroll"
+        ) from exc
+    return "closed without `paired`"
 
 
 async def check_pair_single_use(ctx: Context, code: str) -> str:
@@ -116,9 +155,7 @@ async def check_pair_single_use(ctx: Context, code: str) -> str:
 async def _handshake_refused(ctx: Context, context: ssl.SSLContext, what: str) -> str:
     ctx.step = f"TLS handshake with {what}"
     try:
-        async with open_client(
-            ctx.target.host, ctx.target.port, "unused", b"unused", context=context
-        ) as client:
+        async with connect(ctx, "unused", b"unused", f"TLS with {what}", context=context) as client:
             version, cipher = client.stream.version(), client.stream.cipher()
     except HandshakeFailed as exc:
         return f"refused ({exc.reason})"
@@ -157,7 +194,10 @@ async def check_tls_version(ctx: Context) -> str:
 async def check_tls_cipher(ctx: Context) -> str:
     """A client that offers only other PSK suites (with the right key) is refused."""
     credential = ctx.require_credential()
-    context = client_context(credential.identity, credential.key, cipher=OTHER_SUITES)
+    try:
+        context = client_context(credential.identity, credential.key, cipher=OTHER_SUITES)
+    except ssl.SSLError as exc:
+        raise CheckSkipped(f"this machine's OpenSSL offers none of {OTHER_SUITES}") from exc
     return "other suites " + await _handshake_refused(ctx, context, f"only {OTHER_SUITES}")
 
 
@@ -173,7 +213,8 @@ async def check_tls_unknown_identity(ctx: Context) -> str:
 
 
 async def check_auth_challenge(ctx: Context) -> str:
-    """The first message is ``challenge``: the paired hostID and a fresh 32-byte nonce."""
+    """The first message (heartbeats aside) is ``challenge``: the paired hostID and a
+    fresh 32-byte nonce."""
     nonces: list[bytes] = []
     for number in (1, 2):
         async with device(ctx, f"connection {number}", login=False) as conn:

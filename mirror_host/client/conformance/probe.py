@@ -13,6 +13,7 @@ logs or admin socket, so the suite runs against any Prowl mirror host.
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -52,13 +53,15 @@ from mirror_host.control import (
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = [
-    "WAIT_SECONDS",
+    "HANDSHAKE_SECONDS",
     "PANE_BUSY_PREFIX",
+    "WAIT_SECONDS",
     "CheckFailed",
     "CheckSkipped",
     "Conn",
     "Context",
     "Frame",
+    "connect",
     "device",
     "fail",
     "frame_text",
@@ -71,6 +74,8 @@ M = TypeVar("M")
 #: How long the host may take for what it owes: a reply, a frame, a close after a
 #: violation (``--wait``).
 WAIT_SECONDS = 5.0
+#: How long a TLS handshake may take (Prowl's Mac client allows 10 s).
+HANDSHAKE_SECONDS = 10.0
 PANE_BUSY_PREFIX = "PANE_BUSY"
 
 
@@ -96,6 +101,8 @@ class Context:
     pane_choice: str | None = None
     #: The pairing code (``pair.single-use`` shows the host it no longer opens TLS).
     code: str = ""
+    #: The name the suite pairs under.
+    device_name: str = "mirror-host conformance"
     #: How long the host may take for what it owes (see :data:`WAIT_SECONDS`).
     wait: float = WAIT_SECONDS
     credential: Credential | None = None
@@ -106,6 +113,13 @@ class Context:
     step: str = "starting"
     #: Why listing the panes failed, if it did (the pane checks are then skipped).
     discovery_error: str | None = None
+    #: The pane the checks use (set by discovery), or why there is none.
+    chosen: PaneDescriptor | None = None
+    no_pane: str | None = None
+    #: Every pane was listed busy, yet one was free: ``takeover.busy`` reports it.
+    busy_error: str | None = None
+    #: ``pair.wrong-proof`` ran before pairing (``pair.enroll`` mentions it if it fails).
+    tried_wrong_pair_proof: bool = False
 
     @property
     def host_id(self) -> UUID:
@@ -116,22 +130,18 @@ class Context:
             raise CheckSkipped("no paired device (pair.enroll failed)")
         return self.credential
 
+    def seconds(self, waits: float, base: float = 0.0) -> float:
+        """``base`` seconds plus ``waits`` times ``--wait``."""
+        return base + waits * self.wait
+
     def pane(self) -> PaneDescriptor:
-        """The pane the checks subscribe to: ``--pane`` or the first one not busy."""
+        """The pane the checks subscribe to: ``--pane``, the first one not busy, or
+        (every pane listed busy, but the first one free) the first one."""
         if self.discovery_error is not None:
             raise CheckSkipped(f"listing the panes failed: {self.discovery_error}")
-        if not self.panes:
-            raise CheckSkipped("the host lists no panes")
-        choice = self.pane_choice
-        if choice is not None:
-            for index, pane in enumerate(self.panes, start=1):
-                if choice == str(index) or choice.upper() == str(pane.id).upper():
-                    return pane
-            raise CheckSkipped(f"no pane {choice!r} in the host's list")
-        for pane in self.panes:
-            if not pane.busy:
-                return pane
-        raise CheckSkipped("every pane is busy (another device mirrors it); use --pane")
+        if self.chosen is None:
+            raise CheckSkipped(self.no_pane or "the panes were not listed")
+        return self.chosen
 
     def needs(self, capability: str) -> None:
         if self.discovery_error is not None:
@@ -204,8 +214,16 @@ class Conn:
         self.ctx = ctx
         self.client = client
         self.name = name
+        #: The host closed the connection (nothing more will be read).
         self.closed = False
+        #: Sending failed (the host is closing); what it sent before is still read.
+        self.send_closed = False
         self.ledger: FrameLedger | None = None
+        #: The latest frame received, and every frame since :meth:`mark`.
+        self.last_frame: Frame | None = None
+        self.marked: list[Frame] = []
+        #: What the host sent instead of closing (see :meth:`expect_closed`).
+        self.unexpected: Incoming | None = None
         self.subscribed: Subscribed | None = None
         self.challenge: Challenge | None = None
 
@@ -224,7 +242,7 @@ class Conn:
         try:
             await self.client.send(message)
         except ClientClosed:
-            self.closed = True
+            self.send_closed = True
             fail(f"{self.name}: the host closed the connection before {message.CASE} was sent")
         if isinstance(message, Refresh | Scroll) and self.ledger is not None:
             self.ledger.forced()
@@ -245,12 +263,18 @@ class Conn:
                 fail(f"{self.name}: the host sent an invalid packet ({reason}) while {what}")
             fail(f"{self.name}: the host closed the connection while waiting for {what}")
 
+    def mark(self) -> None:
+        """Start collecting frames afresh in :attr:`marked`."""
+        self.marked = []
+
     def _record_frame(self, frame: Frame, what: str) -> None:
         if self.ledger is None:
             fail(f"{self.name}: {_describe(frame)} arrived before `subscribed` ({what})")
         problems = self.ledger.frame(_view(frame))
         if problems:
             fail(f"{self.name}: " + "; ".join(problems))
+        self.last_frame = frame
+        self.marked.append(frame)
 
     # ------------------------------------------------------------ waiting
 
@@ -348,7 +372,9 @@ class Conn:
                     problems = self.ledger.frame(_view(item))
                     if problems:
                         fail(f"{self.name}: after {violation}: " + "; ".join(problems))
+                    self.last_frame = item
                 continue
+            self.unexpected = item
             fail(
                 f"{self.name}: the host answered {violation} with {_describe(item)} "
                 "instead of closing the connection"
@@ -420,12 +446,54 @@ class Conn:
         return item
 
     async def ack(self, frame: Frame) -> None:
-        await self.send(Acknowledge(sequence=frame.sequence, subscription_id=self.lease))
+        """Acknowledge ``frame``. A connection the host is closing is no failure here:
+        what it sent before closing (an ``ended`` …) is still read, and the wait that
+        follows judges it."""
+        if not self.send_closed:
+            try:
+                await self.client.send(
+                    Acknowledge(sequence=frame.sequence, subscription_id=self.lease)
+                )
+            except ClientClosed:
+                self.send_closed = True
         if self.ledger is not None:
             self.ledger.acknowledged(frame.sequence)
 
     async def refresh(self) -> None:
         await self.send(Refresh(subscription_id=self.lease))
+
+
+@asynccontextmanager
+async def connect(
+    ctx: Context,
+    identity: str,
+    key: bytes,
+    what: str,
+    *,
+    answer_pings: bool = True,
+    context: ssl.SSLContext | None = None,
+) -> AsyncIterator[MirrorClient]:
+    """A TLS connection to the target; a handshake that neither completes nor fails
+    within :data:`HANDSHAKE_SECONDS` fails the check with its own message."""
+    entered = False
+    try:
+        async with open_client(
+            ctx.target.host,
+            ctx.target.port,
+            identity,
+            key,
+            answer_pings=answer_pings,
+            context=context,
+            handshake_timeout=HANDSHAKE_SECONDS,
+        ) as client:
+            entered = True
+            yield client
+    except trio.TooSlowError:
+        if entered:
+            raise
+        fail(
+            f"{what}: the TLS handshake neither completed nor failed within {HANDSHAKE_SECONDS:g} s"
+        )
 
 
 @asynccontextmanager
@@ -435,12 +503,8 @@ async def device(
     """A connection with the paired device's key, logged in unless ``login`` is false."""
     credential = ctx.require_credential()
     ctx.step = f"{name}: TLS handshake"
-    async with open_client(
-        ctx.target.host,
-        ctx.target.port,
-        credential.identity,
-        credential.key,
-        answer_pings=answer_pings,
+    async with connect(
+        ctx, credential.identity, credential.key, name, answer_pings=answer_pings
     ) as client:
         conn = Conn(ctx, client, name)
         if login:

@@ -1,19 +1,24 @@
 """The conformance suite: which checks, in which order, each with its own timeout. I/O.
 
-The suite pairs once (``pair.enroll``, always run: every other check logs in
-with that device), lists the panes once, then runs the selected checks one
-after another. A check that hangs is cut off by its own timeout and reported
-with the step it was at; the next check starts on fresh connections.
+``pair.wrong-proof`` (when selected) runs first, then the suite pairs once
+(``pair.enroll``, always run: every other check logs in with that device),
+lists the panes once if a selected check needs them, then runs the selected
+checks one after another. A check that hangs is cut off by its own timeout
+(a fixed part plus a multiple of ``--wait``) and reported with the step it was
+at; a check that raises something unforeseen is reported as an internal error.
+The next check starts on fresh connections.
 
 Authentication failures: Prowl's host locks an address out after 12 failed
-handshakes or logins in 60 s. The checks that cause one run last and cost
-:data:`AUTH_FAILURES` in all, so one run stays well below the limit (two runs
+handshakes or logins in 60 s. The checks that cause one cost
+:data:`AUTH_FAILURES` in all; except ``pair.wrong-proof`` (which must come
+before pairing) they run last, so one run stays below the limit (two runs
 within a minute may not).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,7 +40,16 @@ from mirror_host.client.conformance.report import CheckResult, Status, select
 from mirror_host.control import Representation
 from mirror_host.errors import MirrorHostError
 
-__all__ = ["AUTH_FAILURES", "CHECKS", "Check", "SuiteOptions", "device_name", "run_suite"]
+__all__ = [
+    "AUTH_FAILURES",
+    "CHECKS",
+    "DISCOVERY",
+    "ENROLL",
+    "Check",
+    "SuiteOptions",
+    "device_name",
+    "run_suite",
+]
 
 CheckFn = Callable[[Context], Awaitable[str]]
 
@@ -46,9 +60,15 @@ class Check:
 
     name: str
     run: CheckFn
-    timeout: float = 20.0
+    #: The timeout is ``base + waits × --wait`` seconds (20 s with the default wait).
+    base: float = 5.0
+    waits: float = 3.0
     #: Types into the pane: runs only with ``--allow-input``.
     types: bool = False
+    #: Needs the pane list (the suite lists the panes once, before the first such check).
+    panes: bool = True
+    #: Runs before ``pair.enroll`` (it needs the pairing window still open).
+    before_enroll: bool = False
     #: Authentication failures it causes at the host (see the module docstring).
     auth_failures: int = 0
 
@@ -57,6 +77,10 @@ class Check:
         run = self.run.func if isinstance(self.run, partial) else self.run
         doc = run.__doc__
         return " ".join((doc or "").replace("``", "`").split())
+
+    def timeout(self, wait: float) -> float:
+        """Seconds the check may take with ``--wait`` ``wait``."""
+        return self.base + self.waits * wait
 
 
 def _code_bound(fn: Callable[[Context, str], Awaitable[str]]) -> CheckFn:
@@ -69,47 +93,101 @@ def _code_bound(fn: Callable[[Context, str], Awaitable[str]]) -> CheckFn:
     return run
 
 
+def _pairing_bound(fn: Callable[[Context, str, str], Awaitable[str]]) -> CheckFn:
+    """Checks that pair get the code and the device name from the context."""
+
+    async def run(ctx: Context) -> str:
+        return await fn(ctx, ctx.code, ctx.device_name)
+
+    run.__doc__ = fn.__doc__
+    return run
+
+
 CHECKS: tuple[Check, ...] = (
-    Check("tls.policy", transport.check_tls_policy),
-    Check("auth.challenge", transport.check_auth_challenge),
-    Check("auth.login", transport.check_auth_login),
-    Check("heartbeat.pong", transport.check_heartbeat_pong),
-    Check("heartbeat.ping", transport.check_heartbeat_ping),
-    Check("heartbeat.idle-close", transport.check_heartbeat_idle_close, timeout=25.0),
+    Check(
+        "pair.wrong-proof",
+        _pairing_bound(transport.check_pair_wrong_proof),
+        before_enroll=True,
+        auth_failures=1,
+        panes=False,
+    ),
+    Check("tls.policy", transport.check_tls_policy, panes=False),
+    Check("auth.challenge", transport.check_auth_challenge, panes=False),
+    Check("auth.login", transport.check_auth_login, panes=False),
+    Check("heartbeat.pong", transport.check_heartbeat_pong, panes=False),
+    Check("heartbeat.ping", transport.check_heartbeat_ping, panes=False),
+    Check(
+        "heartbeat.idle-close",
+        transport.check_heartbeat_idle_close,
+        base=15.0,
+        waits=2.0,
+        panes=False,
+    ),
     Check("panes.list", panes.check_panes_list),
     Check("subscribe.vt", partial(panes.check_subscribe, representation=Representation.VT)),
     Check("subscribe.text", partial(panes.check_subscribe, representation=Representation.TEXT)),
     Check("subscribe.unknown-pane", panes.check_subscribe_unknown_pane),
-    Check("frames.gate", partial(panes.check_frames_gate, representation=Representation.VT)),
+    Check(
+        "frames.gate",
+        partial(panes.check_frames_gate, representation=Representation.VT),
+        base=8.0,
+    ),
     Check("frames.sequence", panes.check_frames_sequence),
     Check("frames.refresh", panes.check_frames_refresh),
-    Check("frames.ack-rules", panes.check_frames_ack_rules, timeout=30.0),
-    Check("text.gate", partial(panes.check_frames_gate, representation=Representation.TEXT)),
+    Check("frames.ack-rules", panes.check_frames_ack_rules, base=10.0, waits=6.0),
+    Check(
+        "text.gate",
+        partial(panes.check_frames_gate, representation=Representation.TEXT),
+        base=8.0,
+    ),
     Check("lease.second-subscribe", panes.check_lease_second_subscribe),
     Check("takeover.busy", panes.check_takeover_busy),
     Check("takeover.takeover", panes.check_takeover_takeover),
     Check("scroll.result", features.check_scroll_result),
-    Check("scroll.duplicate", features.check_scroll_duplicate),
+    Check("scroll.duplicate", features.check_scroll_duplicate, base=12.0, waits=7.0),
     Check("scroll.busy", features.check_scroll_busy),
-    Check("history.pages", features.check_history_pages, timeout=60.0),
+    Check("history.pages", features.check_history_pages, base=30.0, waits=6.0),
     Check("history.invalid", features.check_history_invalid),
     Check("commands.send-refused", features.check_commands_send_refused),
     Check("input.empty", features.check_input_empty),
+    Check("input.text-lease", features.check_input_text_lease),
     Check("input.echo", features.check_input_echo, types=True),
-    Check("input.coalesce", features.check_input_coalesce, types=True),
-    Check("input.text-lease", features.check_input_text_lease, types=True),
+    Check("input.coalesce", features.check_input_coalesce, base=15.0, waits=7.0, types=True),
     # Each of these costs the address one authentication failure at the host.
-    Check("tls.version", transport.check_tls_version, auth_failures=1),
-    Check("tls.cipher", transport.check_tls_cipher, auth_failures=1),
-    Check("tls.unknown-identity", transport.check_tls_unknown_identity, auth_failures=1),
-    Check("pair.single-use", _code_bound(transport.check_pair_single_use), auth_failures=1),
-    Check("auth.wrong-proof", transport.check_auth_wrong_proof, auth_failures=1),
-    Check("auth.replayed-proof", transport.check_auth_replayed_proof, auth_failures=1),
-    Check("auth.before-login", transport.check_auth_before_login, auth_failures=1),
+    Check("tls.version", transport.check_tls_version, auth_failures=1, panes=False),
+    Check("tls.cipher", transport.check_tls_cipher, auth_failures=1, panes=False),
+    Check(
+        "tls.unknown-identity",
+        transport.check_tls_unknown_identity,
+        auth_failures=1,
+        panes=False,
+    ),
+    Check(
+        "pair.single-use",
+        _code_bound(transport.check_pair_single_use),
+        auth_failures=1,
+        panes=False,
+    ),
+    Check("auth.wrong-proof", transport.check_auth_wrong_proof, auth_failures=1, panes=False),
+    Check(
+        "auth.replayed-proof",
+        transport.check_auth_replayed_proof,
+        auth_failures=1,
+        panes=False,
+    ),
+    Check(
+        "auth.before-login",
+        transport.check_auth_before_login,
+        auth_failures=1,
+        panes=False,
+    ),
 )
 ENROLL = "pair.enroll"
-ENROLL_SECONDS = 20.0
-DISCOVERY_SECONDS = 10.0
+#: Listing the panes: reported only when it fails.
+DISCOVERY = "discovery"
+#: ``pair.enroll`` may take ``ENROLL_BASE + ENROLL_WAITS × --wait`` seconds.
+ENROLL_BASE, ENROLL_WAITS = 5.0, 4.0
+DISCOVERY_BASE, DISCOVERY_WAITS = 5.0, 4.0
 AUTH_FAILURES = sum(check.auth_failures for check in CHECKS)
 NAMES = (ENROLL, *(check.name for check in CHECKS))
 
@@ -138,23 +216,32 @@ async def _run_one(ctx: Context, name: str, fn: CheckFn, timeout: float) -> Chec
     ctx.step = "starting"
     status, detail = Status.PASSED, ""
     try:
-        with trio.fail_after(timeout):
+        with trio.fail_after(timeout) as scope:
             detail = await fn(ctx)
     except CheckSkipped as exc:
         status, detail = Status.SKIPPED, str(exc)
     except CheckFailed as exc:
         status, detail = Status.FAILED, str(exc)
     except trio.TooSlowError:
-        status, detail = Status.FAILED, f"timed out after {timeout:g} s ({ctx.step})"
+        status = Status.FAILED
+        if scope.cancelled_caught:
+            detail = f"timed out after {timeout:g} s ({ctx.step})"
+        else:  # a deadline inside the check that nothing turned into a failure
+            detail = f"internal error: an inner wait timed out ({ctx.step})"
     except HandshakeFailed as exc:
         status = Status.FAILED
         detail = f"the TLS handshake failed ({exc.reason}) at {ctx.step}"
     except ClientClosed as exc:
         status, detail = Status.FAILED, f"{exc} ({ctx.step})"
+    except ssl.SSLError as exc:  # an OSError, but not a network one: this machine's TLS
+        status, detail = Status.FAILED, f"this machine's TLS library refused: {exc} ({ctx.step})"
     except OSError as exc:
         status, detail = Status.FAILED, f"cannot reach {ctx.target}: {exc.strerror or exc}"
     except MirrorHostError as exc:
         status, detail = Status.FAILED, f"{exc} ({ctx.step})"
+    except Exception as exc:
+        status = Status.FAILED
+        detail = f"internal error: {type(exc).__name__}: {exc} ({ctx.step})"
     return CheckResult(name, status, detail, trio.current_time() - started)
 
 
@@ -174,7 +261,9 @@ async def run_suite(
         raise ValueError(f"no check matches {', '.join(map(repr, unknown))}")
     ctx = Context(target, allow_input=options.allow_input, pane_choice=options.pane)
     ctx.code = options.code
+    ctx.device_name = options.name
     ctx.wait = options.wait
+    selected = [check for check in CHECKS if check.name in chosen]
     results: list[CheckResult] = []
 
     def report(result: CheckResult) -> None:
@@ -182,23 +271,32 @@ async def run_suite(
         if on_result is not None:
             on_result(result)
 
-    report(
-        await _run_one(
-            ctx,
-            ENROLL,
-            partial(transport.check_pair_enroll, code=options.code, name=options.name),
-            ENROLL_SECONDS,
-        )
-    )
-    if ctx.credential is not None:
-        discovery = await _run_one(ctx, "discovery", panes.discover, DISCOVERY_SECONDS)
-        if discovery.status is not Status.PASSED:
-            ctx.discovery_error = discovery.detail
-    for check in CHECKS:
-        if check.name not in chosen:
-            continue
+    async def run(check: Check) -> None:
         if check.types and not options.allow_input:
             report(CheckResult(check.name, Status.SKIPPED, "types into the pane: --allow-input", 0))
-            continue
-        report(await _run_one(ctx, check.name, check.run, check.timeout))
+            return
+        report(await _run_one(ctx, check.name, check.run, check.timeout(ctx.wait)))
+
+    for check in selected:
+        if check.before_enroll:
+            await run(check)
+    if ctx.credential is not None:  # a host that paired on a wrong proof: keep that device
+        report(
+            CheckResult(
+                ENROLL, Status.SKIPPED, "the host already paired a device (pair.wrong-proof)", 0
+            )
+        )
+    else:
+        enroll = partial(transport.check_pair_enroll, code=options.code, name=options.name)
+        report(await _run_one(ctx, ENROLL, enroll, ENROLL_BASE + ENROLL_WAITS * ctx.wait))
+    later = [check for check in selected if not check.before_enroll]
+    if ctx.credential is not None and any(check.panes for check in later):
+        discovery = await _run_one(
+            ctx, DISCOVERY, panes.discover, DISCOVERY_BASE + DISCOVERY_WAITS * ctx.wait
+        )
+        if discovery.status is not Status.PASSED:
+            ctx.discovery_error = discovery.detail
+            report(discovery)
+    for check in later:
+        await run(check)
     return results

@@ -1,0 +1,161 @@
+"""The judgments the conformance checks make beyond the frame rules. Pure.
+
+* which pane the checks use (:func:`choose_pane`);
+* history pages: what one must look like, and where a long walk jumps to
+  (:func:`page_problem`, :func:`same_snapshot`, :func:`last_page_end`);
+* scrolled views: whether a text frame shows the previous view moved further
+  back (:func:`moved_up`), i.e. a scroll was applied again;
+* the exit status of a run (:func:`exit_status`).
+
+Nothing here reads a clock or touches the network.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from uuid import UUID
+
+from mirror_host.client.conformance.report import CheckResult, Status
+from mirror_host.control import HistoryPage, PaneDescriptor
+
+__all__ = [
+    "MAX_HISTORY_BYTES",
+    "MIN_SHIFT_EVIDENCE",
+    "PAGE_LINES",
+    "choose_pane",
+    "exit_status",
+    "last_page_end",
+    "moved_up",
+    "page_bytes",
+    "page_problem",
+    "same_snapshot",
+    "view_rows",
+]
+
+PAGE_LINES = 200
+MAX_HISTORY_BYTES = 2 * 1024 * 1024
+#: Non-blank rows two views must share before one counts as the other moved.
+MIN_SHIFT_EVIDENCE = 2
+
+
+# ---------------------------------------------------------------- panes
+
+
+def choose_pane(panes: Sequence[PaneDescriptor], choice: str | None) -> PaneDescriptor | str:
+    """The pane the checks use, or why there is none (a reason to skip).
+
+    ``choice`` (``--pane``) is a 1-based index into the list or a pane id.
+    Without it, the first pane not listed busy; when every pane is listed busy,
+    the first one (the caller finds out whether it really is mirrored: a
+    returned pane with ``busy`` set and no ``choice`` means exactly that).
+    """
+    if not panes:
+        return "the host lists no panes (open one on the host to run the pane checks)"
+    if choice is not None:
+        for index, pane in enumerate(panes, start=1):
+            if choice == str(index) or choice.upper() == str(pane.id).upper():
+                return pane
+        return f"no pane {choice!r} in the host's list"
+    for pane in panes:
+        if not pane.busy:
+            return pane
+    return panes[0]
+
+
+# ---------------------------------------------------------------- history
+
+
+def page_bytes(page: HistoryPage) -> int:
+    """What a page adds to the snapshot's size as Prowl's clients count it (UTF-8 + 1 per line)."""
+    return sum(len(line.encode()) + 1 for line in page.lines)
+
+
+def page_problem(page: HistoryPage, end: int, lease: UUID) -> str | None:
+    """What is wrong with ``page`` as the page asked to end at ``end``, if anything.
+
+    A page holds the ``min(200, end)`` lines just before ``end``; it names the
+    lease; its capture time is a finite number.
+    """
+    if page.subscription_id != lease:
+        return "a page names another subscription than the lease"
+    if len(page.lines) > PAGE_LINES:
+        return f"a page has {len(page.lines)} lines (at most {PAGE_LINES})"
+    if page.offset + len(page.lines) != end:
+        return (
+            f"the page at offset {page.offset} with {len(page.lines)} lines ends at "
+            f"{page.offset + len(page.lines)}, not at {end} (pages must be contiguous)"
+        )
+    if len(page.lines) != min(PAGE_LINES, end):
+        return f"a page ending at {end} has {len(page.lines)} lines, not {min(PAGE_LINES, end)}"
+    if not math.isfinite(page.captured_at):
+        return "capturedAt is not a finite number"
+    return None
+
+
+def same_snapshot(page: HistoryPage, first: HistoryPage) -> str | None:
+    """Why ``page`` is not from ``first``'s snapshot (id, total, capturedAt, truncated)."""
+    fields = ("history_id", "total", "captured_at", "truncated")
+    changed = [f for f in fields if getattr(page, f) != getattr(first, f)]
+    if not changed:
+        return None
+    names = {
+        "history_id": "historyID",
+        "total": "total",
+        "captured_at": "capturedAt",
+        "truncated": "truncated",
+    }
+    shown = ", ".join(f"{names[f]} {getattr(first, f)!r} → {getattr(page, f)!r}" for f in changed)
+    return f"a later page of the same snapshot changed {shown}"
+
+
+def last_page_end(offset: int) -> int:
+    """Where the last page (the one at line 0) ends when pages are walked back from
+    ``offset``: ``1 … 200`` for any ``offset ≥ 1``."""
+    if offset < 1:
+        raise ValueError("offset must be at least 1")
+    return (offset - 1) % PAGE_LINES + 1
+
+
+# ---------------------------------------------------------------- scrolled views
+
+
+def view_rows(text: str, rows: int) -> list[str]:
+    """A text frame's rows, trailing blanks trimmed, padded or cut to ``rows``."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    if rows <= 0:
+        rows = len(lines)
+    return (lines + [""] * rows)[:rows]
+
+
+def moved_up(before: Sequence[str], after: Sequence[str]) -> int | None:
+    """By how many rows ``after`` shows the view ``before`` moved further back into
+    history, or ``None`` when it does not.
+
+    Moving the view up by ``k`` rows puts ``before``'s top rows ``k`` rows lower:
+    ``after[k:] == before[:n-k]``. At least :data:`MIN_SHIFT_EVIDENCE` of those
+    shared rows must hold text, so blank or repetitive screens prove nothing.
+    A pane's own new output moves text the other way (up the screen), so it is
+    never mistaken for this.
+    """
+    n = min(len(before), len(after))
+    before, after = list(before[:n]), list(after[:n])
+    if before == after:
+        return None
+    for shift in range(1, n):
+        shared = before[: n - shift]
+        if after[shift:] != shared:
+            continue
+        if sum(1 for row in set(shared) if row.strip()) >= MIN_SHIFT_EVIDENCE:
+            return shift
+    return None
+
+
+# ---------------------------------------------------------------- the run
+
+
+def exit_status(results: Sequence[CheckResult]) -> int:
+    """0 when nothing failed and at least one check passed, else 1."""
+    failed = any(r.status is Status.FAILED for r in results)
+    passed = any(r.status is Status.PASSED for r in results)
+    return 0 if passed and not failed else 1
