@@ -256,8 +256,14 @@ async def _settled(
     found, processes = await _look(panes, pane_id)
     late_looks = 0
     while True:
-        if found.state is AgentState.BLOCKED or found.composer is Composer.DRAFT:
-            return found, processes  # definite: refused whatever happens next
+        if (
+            found.agent is None
+            or found.state is AgentState.BLOCKED
+            or found.composer is Composer.DRAFT
+        ):
+            # Definite: refused whatever happens next. (No agent process is no
+            # agent: a screen never names one, so waiting cannot change it.)
+            return found, processes
         if trio.current_time() >= deadline:
             if not found.ready or late_looks:
                 return found, processes
