@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -236,7 +236,7 @@ class Hub:
             self._lanes[connection] = lanes
         return lanes
 
-    def _control(self, connection: Connection, work: Callable[[], Any]) -> None:
+    def _control(self, connection: Connection, work: Callable[[], Awaitable[None]]) -> None:
         if not self._lanes_of(connection).control.push(work):
             # Each of these waits for an answer before the next; 64 at once is a flood.
             connection.session.close("too many list/subscribe requests waiting")

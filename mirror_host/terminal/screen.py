@@ -34,13 +34,17 @@ from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VT
 
 __all__ = ["DEFAULT_SCROLLBACK_BYTES", "DEFAULT_SCROLLBACK_LINES", "Cell", "Screen"]
 
-#: Scrollback kept per screen: at most this many lines …
-DEFAULT_SCROLLBACK_LINES = 10_000
-#: … and at most this much memory (Ghostty's own default ``scrollback-limit``),
-#: so a very wide pane keeps fewer lines instead of tens of megabytes. Both are
-#: set: libghostty otherwise caps the bytes at 10,000, about 1,100 rows of 80
-#: columns, whatever the line limit says.
+#: Scrollback kept per screen: as much as fits in this memory budget (Ghostty's
+#: own default ``scrollback-limit``): about 13,700 lines of an 80-column pane,
+#: 5,000 of a 215-column one, fewer of a very wide one …
 DEFAULT_SCROLLBACK_BYTES = 10_000_000
+#: … and, only as a backstop for very narrow panes, at most this many lines.
+#: The byte budget must be what binds: libghostty drops whole pages when it is
+#: over its byte budget, but trims row by row when over its line limit, which
+#: made a flooding pane (``yes``) feed 4-6 times slower (docs/performance.md).
+#: Both are set because libghostty's own byte default is tiny (about 1,100
+#: rows of 80 columns).
+DEFAULT_SCROLLBACK_LINES = 100_000
 
 #: One cell for fidelity checks: its text and its style's fields, sorted.
 Cell = tuple[str, tuple[tuple[str, object], ...]]

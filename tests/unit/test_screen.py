@@ -14,13 +14,20 @@ def _lines(screen: Screen) -> list[str]:
     return screen.history_text().split("\n")
 
 
-def test_scrollback_keeps_ten_thousand_lines_of_a_usual_pane() -> None:
+def test_scrollback_keeps_over_ten_thousand_lines_of_a_usual_pane() -> None:
     screen = Screen(80, 24)
-    screen.feed(b"".join(b"line %d\r\n" % i for i in range(12_000)))
+    screen.feed(b"".join(b"line %d\r\n" % i for i in range(20_000)))
     kept = _lines(screen)
-    # Lines go in whole pages, so the count is close to, not exactly, 10,000.
-    assert 9_500 <= len(kept) <= 10_100
-    assert kept[-1] == "line 11999" and "line 0" not in kept
+    # 10 MB of pages, dropped whole from the oldest end: about 13,700 rows of 80.
+    assert 10_000 <= len(kept) <= 16_000
+    assert kept[-1] == "line 19999" and "line 0" not in kept
+
+
+def test_the_line_limit_is_only_a_backstop() -> None:
+    narrow = Screen(80, 24, scrollback_lines=1_000)
+    narrow.feed(b"".join(b"line %d\r\n" % i for i in range(3_000)))
+    # Trimmed in whole pages too: somewhat under the limit (plus the screen), never over.
+    assert 500 <= len(_lines(narrow)) <= 1_000 + 24
 
 
 def test_scrollback_of_a_very_wide_pane_is_bounded_by_memory() -> None:
