@@ -1,4 +1,8 @@
-"""Parts of ``create`` and ``list`` the tmux and local backends share. I/O.
+"""What the tmux and local command backends share. I/O.
+
+:class:`AgentPaneCommands` holds the parts that do not depend on where panes
+come from: the capabilities, the profile catalogue, finding a ``create``'s
+profile, the shape of ``list`` and ``create`` results, and agent input.
 
 A launched agent gets its first prompt through the same guarded delivery as a
 phone's (:mod:`mirror_host.commands.agent_input`), once it shows an empty,
@@ -8,17 +12,21 @@ on a dialog (a trust prompt, a login), gets nothing typed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 import trio
 
 from mirror_host.agents import Agent, AgentState
+from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, deliver, observe
-from mirror_host.commands.responses import cli_error
+from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
 
-__all__ = ["KNOWN_AGENTS", "READY_SECONDS", "first_prompt", "task_status"]
+__all__ = ["KNOWN_AGENTS", "READY_SECONDS", "AgentPaneCommands", "first_prompt", "task_status"]
 
 #: The agents this host can read, as ``(program, name)`` for the default profiles.
 KNOWN_AGENTS = tuple((agent.value, agent.display_name) for agent in Agent)
@@ -65,3 +73,106 @@ async def first_prompt(
 def task_status(state: AgentState | None) -> str:
     """``list``'s ``task.status`` for an agent state (``running`` only while it works)."""
     return "running" if state is AgentState.WORKING else "idle"
+
+
+class AgentPaneCommands:
+    """The backend parts shared by tmux and local panes; subclasses list and create."""
+
+    def __init__(
+        self,
+        panes: AgentPanes,
+        *,
+        profiles: tuple[Profile, ...] | None = None,
+        timing: DeliveryTiming | None = None,
+    ) -> None:
+        self.agent_panes = panes
+        self.profiles_table = (
+            profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
+        )
+        self.timing = timing or DeliveryTiming()
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Launching needs an installed profile; the rest always works."""
+        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
+        return (
+            *(("launch-profile",) if launch else ()),
+            "launch-shell",
+            "agents-dispatch",
+            "agent-input",
+        )
+
+    async def run(self) -> None:
+        """Nothing to learn in the background."""
+
+    async def profiles(self) -> JSONValue:
+        """The profile catalogue with availability on this machine."""
+        return catalogue.profiles_result(self.profiles_table)
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
+        command = "agentsDispatch" if dispatch else "agentsInput"
+        return await deliver(
+            self.agent_panes,
+            pane_id,
+            prompt,
+            command=command,
+            authorized=authorized,
+            timing=self.timing,
+        )
+
+    # ------------------------------------------------------------ helpers for subclasses
+
+    def launch_profile(self, command: CreateCommand) -> tuple[Profile | None, JSONValue | None]:
+        """``create``'s profile (``None`` for a shell), or the error that refuses it."""
+        if command.launch is None:
+            return None, None
+        profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
+        if profile is None or not catalogue.profile_available(profile):
+            return None, cli_error(
+                "create",
+                "PROFILE_NOT_FOUND",
+                f"No enabled Agent Profile matches “{command.launch.profile}”.",
+            )
+        return profile, None
+
+    async def prompt_launched(
+        self, command: CreateCommand, profile: Profile | None, pane_id: UUID
+    ) -> JSONValue | None:
+        """Deliver a launched agent's first prompt, if it has one; the error if that failed."""
+        if profile is None or command.launch is None or not command.launch.prompt:
+            return None
+        return await first_prompt(
+            self.agent_panes, pane_id, command.launch.prompt, timing=self.timing
+        )
+
+    @staticmethod
+    def list_result(
+        items: list[JSONValue], worktrees: dict[str, dict[str, JSONValue]]
+    ) -> JSONValue:
+        """``prowl.cli.list.v1`` with ``data.worktrees``."""
+        return cli_success(
+            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
+        )
+
+    @staticmethod
+    def created(
+        worktree: dict[str, JSONValue],
+        tab: dict[str, JSONValue],
+        pane: dict[str, JSONValue],
+        profile: Profile | None,
+    ) -> JSONValue:
+        """``create``'s success result (with ``launch`` when a profile was started)."""
+        data: dict[str, JSONValue] = {
+            "resource": "tab",
+            "target": {"worktree": worktree, "tab": tab, "pane": pane},
+        }
+        if profile is not None:
+            data["launch"] = {
+                "profile_id": profile.id,
+                "profile_name": profile.name,
+                "agent": profile.agent,
+            }
+        return cli_success("create", data)

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
@@ -27,11 +26,10 @@ from mirror_host.commands.agent_input import (
     DeliveryTiming,
     PasteUnsupported,
     bracketed,
-    deliver,
     plain_pasteable,
 )
-from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
-from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.commands.launch import AgentPaneCommands, task_status
+from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -81,7 +79,7 @@ class LocalAgentPanes:
         return self.source.input_activity.last(pane_id)
 
 
-class LocalCommands:
+class LocalCommands(AgentPaneCommands):
     """The command backend for a :class:`LocalSource`."""
 
     def __init__(
@@ -93,24 +91,7 @@ class LocalCommands:
     ) -> None:
         self.source = source
         self.panes = LocalAgentPanes(source)
-        self.profiles_table = (
-            profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
-        )
-        self.timing = timing or DeliveryTiming()
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        """Launching needs an installed profile; the rest always works."""
-        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
-        return (
-            *(("launch-profile",) if launch else ()),
-            "launch-shell",
-            "agents-dispatch",
-            "agent-input",
-        )
-
-    async def run(self) -> None:
-        """Nothing to learn in the background."""
+        super().__init__(self.panes, profiles=profiles, timing=timing)
 
     # ------------------------------------------------------------ catalogue
 
@@ -148,13 +129,7 @@ class LocalCommands:
                     "task": {"status": status},
                 }
             )
-        return cli_success(
-            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
-        )
-
-    async def profiles(self) -> JSONValue:
-        """The profile catalogue with availability on this machine."""
-        return catalogue.profiles_result(self.profiles_table)
+        return self.list_result(items, worktrees)
 
     # ------------------------------------------------------------ create
 
@@ -172,57 +147,25 @@ class LocalCommands:
             return cli_error(
                 "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
             )
-        profile = None
+        profile, refusal = self.launch_profile(command)
+        if refusal is not None:
+            return refusal
         argv = default_shell_command()
         label = Path(argv[0]).name
-        if command.launch is not None:
-            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
-            if profile is None or not catalogue.profile_available(profile):
-                return cli_error(
-                    "create",
-                    "PROFILE_NOT_FOUND",
-                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
-                )
+        if profile is not None:
             argv, label = [profile.agent, *profile.args], profile.name
         try:
             pane_id = self.source.spawn(argv, label=label, cwd=str(worktree["path"]))
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not start the pane: {exc}")
-        if profile is not None and command.launch is not None and command.launch.prompt:
-            failure = await first_prompt(
-                self.panes, pane_id, command.launch.prompt, timing=self.timing
-            )
-            if failure is not None:
-                return failure
-        pane_record: dict[str, JSONValue] = {
+        failure = await self.prompt_launched(command, profile, pane_id)
+        if failure is not None:
+            return failure
+        pane: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": label,
             "cwd": str(worktree["path"]),
             "focused": False,
         }
-        data: dict[str, JSONValue] = {
-            "resource": "tab",
-            "target": {
-                "worktree": worktree,
-                "tab": {"id": str(pane_id).upper(), "title": label, "selected": False},
-                "pane": pane_record,
-            },
-        }
-        if profile is not None:
-            data["launch"] = {
-                "profile_id": profile.id,
-                "profile_name": profile.name,
-                "agent": profile.agent,
-            }
-        return cli_success("create", data)
-
-    # ------------------------------------------------------------ agent input
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
-        command = "agentsDispatch" if dispatch else "agentsInput"
-        return await deliver(
-            self.panes, pane_id, prompt, command=command, authorized=authorized, timing=self.timing
-        )
+        tab: dict[str, JSONValue] = {"id": str(pane_id).upper(), "title": label, "selected": False}
+        return self.created(worktree, tab, pane, profile)

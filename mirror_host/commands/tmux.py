@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import shlex
 import uuid
-from collections.abc import Callable
 from uuid import UUID
 
 import trio
@@ -37,11 +36,10 @@ from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import (
     DeliveryTiming,
     bracketed,
-    deliver,
     plain_pasteable,
 )
-from mirror_host.commands.launch import KNOWN_AGENTS, first_prompt, task_status
-from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.commands.launch import AgentPaneCommands, task_status
+from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -164,7 +162,7 @@ class TmuxAgentPanes:
         return self.source.input_activity.last(pane_id)
 
 
-class TmuxCommands:
+class TmuxCommands(AgentPaneCommands):
     """The command backend for a :class:`TmuxSource`."""
 
     def __init__(
@@ -176,24 +174,7 @@ class TmuxCommands:
     ) -> None:
         self.source = source
         self.panes = TmuxAgentPanes(source)
-        self.profiles_table = (
-            profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
-        )
-        self.timing = timing or DeliveryTiming()
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        """Launching needs an installed profile; the rest works on any tmux."""
-        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
-        return (
-            *(("launch-profile",) if launch else ()),
-            "launch-shell",
-            "agents-dispatch",
-            "agent-input",
-        )
-
-    async def run(self) -> None:
-        """Nothing to learn in the background."""
+        super().__init__(self.panes, profiles=profiles, timing=timing)
 
     # ------------------------------------------------------------ catalogue
 
@@ -254,13 +235,7 @@ class TmuxCommands:
                     "task": {"status": status},
                 }
             )
-        return cli_success(
-            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
-        )
-
-    async def profiles(self) -> JSONValue:
-        """The profile catalogue with availability on this machine."""
-        return catalogue.profiles_result(self.profiles_table)
+        return self.list_result(items, worktrees)
 
     # ------------------------------------------------------------ create
 
@@ -279,16 +254,11 @@ class TmuxCommands:
                 "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
             )
         session_id, worktree = place
-        profile = None
+        profile, refusal = self.launch_profile(command)
+        if refusal is not None:
+            return refusal
         shell_command: list[str] = []
-        if command.launch is not None:
-            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
-            if profile is None or not catalogue.profile_available(profile):
-                return cli_error(
-                    "create",
-                    "PROFILE_NOT_FOUND",
-                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
-                )
+        if profile is not None:
             # One argument: tmux runs it with the shell, which `exec`s the agent.
             shell_command = ["exec " + shlex.join([profile.agent, *profile.args])]
         try:
@@ -299,32 +269,21 @@ class TmuxCommands:
             pane_id, row = await self._listed(created.strip())
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the window: {exc}")
-        if profile is not None and command.launch is not None and command.launch.prompt:
-            failure = await first_prompt(
-                self.panes, pane_id, command.launch.prompt, timing=self.timing
-            )
-            if failure is not None:
-                return failure
-        data: dict[str, JSONValue] = {
-            "resource": "tab",
-            "target": {
-                "worktree": worktree,
-                "tab": {"id": row.window_id, "title": row.window_name, "selected": False},
-                "pane": {
-                    "id": str(pane_id).upper(),
-                    "title": profile.name if profile else row.command or "Shell",
-                    "cwd": row.path,
-                    "focused": False,
-                },
-            },
+        failure = await self.prompt_launched(command, profile, pane_id)
+        if failure is not None:
+            return failure
+        tab: dict[str, JSONValue] = {
+            "id": row.window_id,
+            "title": row.window_name,
+            "selected": False,
         }
-        if profile is not None:
-            data["launch"] = {
-                "profile_id": profile.id,
-                "profile_name": profile.name,
-                "agent": profile.agent,
-            }
-        return cli_success("create", data)
+        pane: dict[str, JSONValue] = {
+            "id": str(pane_id).upper(),
+            "title": profile.name if profile else row.command or "Shell",
+            "cwd": row.path,
+            "focused": False,
+        }
+        return self.created(worktree, tab, pane, profile)
 
     async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
         """Wait until the source lists the new pane (control mode reports the window)."""
@@ -336,14 +295,3 @@ class TmuxCommands:
                 self.source.request_relist()
                 await trio.sleep(0.05)
         raise PaneSourceError(f"tmux pane {tmux_id} was created but never listed")
-
-    # ------------------------------------------------------------ agent input
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
-        command = "agentsDispatch" if dispatch else "agentsInput"
-        return await deliver(
-            self.panes, pane_id, prompt, command=command, authorized=authorized, timing=self.timing
-        )
