@@ -27,9 +27,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from pyghostty import lib
-from pyghostty.core import init_sized
-
 from mirror_host.terminal import Screen
 
 __all__ = [
@@ -295,21 +292,4 @@ class Replica(Screen):
     def window_vt(self, window: Window) -> bytes:
         """The ``window`` of the active screen as VT: styles and modes, no cursor
         position (the presenter places the cursor relative to the window)."""
-        options = init_sized("GhosttyFormatterTerminalOptions")
-        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT
-        options.unwrap = False
-        options.trim = False
-        options.extra.modes = True
-        options.extra.keyboard = True
-        options.extra.screen.cursor = False
-        options.extra.screen.style = True
-        options.extra.screen.kitty_keyboard = True
-        selection = init_sized("GhosttySelection")
-        terminal = self._terminal
-        selection.start = terminal.ref(window.left, window.top, "active")[0]
-        selection.end = terminal.ref(
-            window.left + window.columns - 1, window.top + window.rows - 1, "active"
-        )[0]
-        selection.rectangle = True
-        options.selection = selection
-        return self._format(options)
+        return self.vt_window(window.left, window.top, window.columns, window.rows)

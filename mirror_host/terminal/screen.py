@@ -250,17 +250,28 @@ class Screen:
 
     def vt_frame(self) -> bytes:
         """The active screen as a full-redraw VT frame (see the module docstring)."""
+        return self._vt(self._selection("active"), cursor=True, hyperlink=True)
+
+    def vt_window(self, left: int, top: int, columns: int, rows: int) -> bytes:
+        """A rectangle of the active screen as VT: styles and modes, but no cursor
+        position (whoever draws it places the cursor relative to the rectangle)."""
+        selection = init_sized("GhosttySelection")
+        selection.start = self._terminal.ref(left, top, "active")[0]
+        selection.end = self._terminal.ref(left + columns - 1, top + rows - 1, "active")[0]
+        selection.rectangle = True
+        return self._vt(selection, cursor=False, hyperlink=False)
+
+    def _vt(self, selection: Any, *, cursor: bool, hyperlink: bool) -> bytes:
         options = init_sized("GhosttyFormatterTerminalOptions")
         options.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT
         options.unwrap = False
         options.trim = False
         options.extra.modes = True
         options.extra.keyboard = True
-        options.extra.screen.cursor = True
+        options.extra.screen.cursor = cursor
         options.extra.screen.style = True
-        options.extra.screen.hyperlink = True
+        options.extra.screen.hyperlink = hyperlink
         options.extra.screen.kitty_keyboard = True
-        selection = self._selection("active")
         options.selection = selection
         return self._format(options)
 
