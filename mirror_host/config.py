@@ -38,6 +38,7 @@ __all__ = [
     "build_config",
     "flatten_table",
     "parse_endpoint",
+    "split_host_port",
     "parse_size",
     "render_toml",
 ]
@@ -162,8 +163,8 @@ class Layer:
 # ------------------------------------------------------------------ value parsers
 
 
-def parse_endpoint(text: str) -> Endpoint:
-    """``HOST:PORT`` or ``[IPv6]:PORT`` with a numeric host.
+def split_host_port(text: str) -> tuple[str, int]:
+    """``(host, port)`` of ``HOST:PORT`` or ``[IPv6]:PORT`` (the host not yet checked).
 
     Raises:
         ValueError: not of that form.
@@ -171,8 +172,16 @@ def parse_endpoint(text: str) -> Endpoint:
     match = re.fullmatch(r"\[([^\]]+)\]:(\d+)|([^:\[\]]+):(\d+)", text.strip())
     if not match:
         raise ValueError(f"expected HOST:PORT or [IPv6]:PORT, got {text!r}")
-    host = match.group(1) or match.group(3)
-    port = int(match.group(2) or match.group(4))
+    return match.group(1) or match.group(3), int(match.group(2) or match.group(4))
+
+
+def parse_endpoint(text: str) -> Endpoint:
+    """``HOST:PORT`` or ``[IPv6]:PORT`` with a numeric host.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    host, port = split_host_port(text)
     ipaddress.ip_address(host)  # a numeric address, as Prowl's host requires
     if not 0 <= port <= 65535:
         raise ValueError(f"port {port} is outside 0 … 65535")

@@ -1,7 +1,9 @@
 """``HOST:PORT`` as the client tools take it. Pure.
 
-Unlike the host's listen address this may be a host name (``mini.local``), as
-Prowl's Mac client accepts since PR #804; IPv6 literals go in brackets.
+Unlike the host's listen address (:func:`~mirror_host.config.parse_endpoint`)
+this may be a host name (``mini.local``), as Prowl's Mac client accepts since
+PR #804; IPv6 literals go in brackets. The split and the printed form are the
+listen address's own.
 """
 
 from __future__ import annotations
@@ -9,21 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mirror_host.config import Endpoint, split_host_port
+
 __all__ = ["HostAddress", "parse_address"]
 
-_FORM = re.compile(r"\[([0-9A-Fa-f:.%a-zA-Z]+)\]:(\d{1,5})|([A-Za-z0-9._-]+):(\d{1,5})")
+#: What a host may be: a name, an IPv4 address or (bracketed) an IPv6 one.
+_HOST = re.compile(r"[0-9A-Fa-f:.%]+|[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True, slots=True)
-class HostAddress:
+class HostAddress(Endpoint):
     """Where a host listens."""
-
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
 
     @property
     def key(self) -> str:
@@ -37,11 +35,9 @@ def parse_address(text: str) -> HostAddress:
     Raises:
         ValueError: any other form, or a port outside 1 … 65535.
     """
-    match = _FORM.fullmatch(text.strip())
-    if not match:
-        raise ValueError(f"expected HOST:PORT or [IPv6]:PORT, got {text!r}")
-    host = match.group(1) or match.group(3)
-    port = int(match.group(2) or match.group(4))
-    if not 1 <= port <= 65535:
-        raise ValueError(f"port {port} is outside 1 … 65535")
+    host, port = split_host_port(text)
+    if not _HOST.fullmatch(host) or not 1 <= port <= 65535:
+        raise ValueError(
+            f"expected HOST:PORT or [IPv6]:PORT with a port of 1 … 65535, got {text!r}"
+        )
     return HostAddress(host, port)
