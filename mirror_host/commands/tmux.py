@@ -43,11 +43,12 @@ from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import PaneSourceError
 from mirror_host.panes.foreground import terminal_foreground
 from mirror_host.panes.tmux import TmuxSource
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
 from mirror_host.terminal import Screen
+from mirror_host.terminal.archive import screen_of_rows
 from mirror_host.terminal.view import ScreenText
 
 __all__ = ["TmuxAgentPanes", "TmuxCommands"]
@@ -64,36 +65,12 @@ class TmuxAgentPanes:
     def __init__(self, source: TmuxSource) -> None:
         self.source = source
 
-    async def tmux(self, *args: str, stdin: bytes = b"") -> str:
-        """Run one tmux command line against the source's server.
-
-        Raises:
-            PaneNotFound: tmux no longer knows the pane.
-            PaneSourceError: any other failure.
-        """
-        try:
-            result = await trio.run_process(
-                [*self.source.base_command, *args],
-                stdin=stdin,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-        except OSError as exc:
-            raise PaneSourceError(f"cannot run tmux: {exc}") from exc
-        if result.returncode != 0:
-            message = result.stderr.decode("utf-8", "replace").strip()
-            if "can't find" in message:
-                raise PaneNotFound(f"tmux: {message}")
-            raise PaneSourceError(f"tmux {args[0]} failed: {message}")
-        return result.stdout.decode("utf-8", "replace")
-
     def _target(self, pane_id: UUID) -> str:
         return self.source.pane_row(pane_id).pane_id
 
     async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
         """The foreground group of the pane's terminal; tmux's own guess if the OS won't say."""
-        text = await self.tmux(
+        text = await self.source.run_tmux(
             "display-message", "-p", "-t", self._target(pane_id),
             f"#{{pane_pid}}{SEPARATOR}#{{pane_current_command}}",
         )  # fmt: skip
@@ -111,7 +88,7 @@ class TmuxAgentPanes:
         if mirrored is not None:
             return mirrored
         target = self._target(pane_id)
-        text = await self.tmux(
+        text = await self.source.run_tmux(
             "display-message", "-p", "-t", target, "#{pane_width} #{pane_height}", ";",
             "capture-pane", "-p", "-e", "-t", target,
         )  # fmt: skip
@@ -120,10 +97,8 @@ class TmuxAgentPanes:
             columns, rows = (max(1, int(n)) for n in size.split())
         except ValueError as exc:
             raise PaneSourceError(f"tmux gave no pane size ({size!r})") from exc
-        screen = Screen(columns, rows)
-        for index, row in enumerate(body.split("\n")[:rows]):
-            screen.feed(b"\x1b[%d;1H\x1b[0m" % (index + 1) + row.encode("utf-8"))
-        return screen
+        lines = [row.encode("utf-8") for row in body.split("\n")[:rows]]
+        return screen_of_rows(lines + [b""] * (rows - len(lines)), columns)
 
     async def _through_buffer(self, pane_id: UUID, data: bytes, *, bracket: bool = False) -> None:
         """Write ``data`` to the pane's program as it is (``-r``: no LF→CR translation).
@@ -135,17 +110,17 @@ class TmuxAgentPanes:
         name = f"mirror-host-{uuid.uuid4().hex[:12]}"
         paste = ["paste-buffer", *(["-p"] if bracket else []), "-r", "-d", "-b", name, "-t", target]
         try:
-            await self.tmux("load-buffer", "-b", name, "-", ";", *paste, stdin=data)
+            await self.source.run_tmux("load-buffer", "-b", name, "-", ";", *paste, stdin=data)
         except PaneSourceError:
             with trio.CancelScope(shield=True):
                 try:
-                    await self.tmux("delete-buffer", "-b", name)
+                    await self.source.run_tmux("delete-buffer", "-b", name)
                 except PaneSourceError:
                     pass  # pasted (and deleted) after all, or never loaded
             raise
 
     async def paste(self, pane_id: UUID, text: str) -> None:
-        in_mode = await self.tmux(
+        in_mode = await self.source.run_tmux(
             "display-message", "-p", "-t", self._target(pane_id), "#{pane_in_mode}"
         )
         if in_mode.strip() == "1":
@@ -180,7 +155,7 @@ class TmuxCommands(AgentPaneCommands):
 
     async def _focus(self) -> dict[str, tuple[bool, bool, int]]:
         """``tmux pane id → (window active, pane active, pane pid)``."""
-        text = await self.panes.tmux("list-panes", "-a", "-F", _FOCUS_FORMAT)
+        text = await self.source.run_tmux("list-panes", "-a", "-F", _FOCUS_FORMAT)
         found = {}
         for line in text.splitlines():
             parts = line.split(SEPARATOR)
@@ -262,7 +237,7 @@ class TmuxCommands(AgentPaneCommands):
             # One argument: tmux runs it with the shell, which `exec`s the agent.
             shell_command = ["exec " + shlex.join([profile.agent, *profile.args])]
         try:
-            created = await self.panes.tmux(
+            created = await self.source.run_tmux(
                 "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"{session_id}:",
                 "-c", str(worktree["path"]), *shell_command,
             )  # fmt: skip

@@ -298,10 +298,21 @@ class TmuxSource:
         """Something changed: read the pane list again (debounced)."""
         self._relist.set()
 
-    async def _tmux(self, *args: str) -> str:
+    async def run_tmux(self, *args: str, stdin: bytes = b"") -> str:
+        """Run one tmux command line against this server; its standard output.
+
+        Raises:
+            PaneSourceUnavailable: tmux is missing or its server is not running.
+            PaneNotFound: tmux no longer knows the pane (or window, session) named.
+            PaneSourceError: any other refusal.
+        """
         try:
             result = await trio.run_process(
-                [*self.base_command, *args], capture_stdout=True, capture_stderr=True, check=False
+                [*self.base_command, *args],
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
             )
         except FileNotFoundError as exc:  # asked here, not by a PATH search per keystroke
             raise PaneSourceUnavailable(
@@ -315,11 +326,13 @@ class TmuxSource:
                     f"no tmux server is running on {self._where}; start one with "
                     f"`{' '.join(self.base_command)} new-session -d`"
                 )
+            if "can't find" in message:
+                raise PaneNotFound(f"tmux: {message}")
             raise PaneSourceError(f"tmux {args[0]} failed: {message}")
         return result.stdout.decode("utf-8", "replace")
 
     async def _refresh(self) -> None:
-        rows = parse_pane_rows(await self._tmux("list-panes", "-a", "-F", LIST_FORMAT))
+        rows = parse_pane_rows(await self.run_tmux("list-panes", "-a", "-F", LIST_FORMAT))
         seen: set[UUID] = set()
         for row in rows:
             if row.dead:
@@ -564,7 +577,7 @@ class TmuxSource:
         target = pane.row.pane_id
         history = state.history_size
         for _ in range(2):
-            output = await self._tmux(
+            output = await self.run_tmux(
                 "display-message", "-p", "-t", target, "#{history_size}", ";",
                 "capture-pane", "-p", "-e", "-t", target,
                 "-S", str(window.start - history), "-E", str(window.stop - 1 - history),
@@ -597,11 +610,11 @@ class TmuxSource:
         self.input_activity.note(pane_id, time.monotonic())
         target = pane.row.pane_id
         if pane.viewport is not None:
-            await self._tmux("send-keys", "-X", "-t", target, "cancel")
+            await self.run_tmux("send-keys", "-X", "-t", target, "cancel")
             await self._update_scroll(pane)
         for start in range(0, len(data), _SEND_CHUNK):
             chunk = data[start : start + _SEND_CHUNK]
-            await self._tmux("send-keys", "-H", "-t", target, *(f"{b:02x}" for b in chunk))
+            await self.run_tmux("send-keys", "-H", "-t", target, *(f"{b:02x}" for b in chunk))
 
     # ------------------------------------------------------------ for commands
 
@@ -624,7 +637,7 @@ class TmuxSource:
     async def leave_copy_mode(self, pane_id: UUID) -> None:
         """Back to the live pane if it is scrolled back (copy mode would take keys)."""
         pane = self._pane(pane_id)
-        await self._tmux("send-keys", "-X", "-t", pane.row.pane_id, "cancel")
+        await self.run_tmux("send-keys", "-X", "-t", pane.row.pane_id, "cancel")
         await self._update_scroll(pane)
         pane.watchers.notify()
 
@@ -634,19 +647,19 @@ class TmuxSource:
         target = pane.row.pane_id
         lines = str(max(1, pane.row.height - 3))
         if direction is ScrollDirection.UP:
-            await self._tmux(
+            await self.run_tmux(
                 "copy-mode", "-e", "-t", target, ";",
                 "send-keys", "-X", "-t", target, "-N", lines, "scroll-up",
             )  # fmt: skip
         elif pane.viewport is not None:
-            await self._tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
+            await self.run_tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
         await self._update_scroll(pane)
         pane.watchers.notify()
 
     async def _update_scroll(self, pane: _Pane) -> None:
         target = pane.row.pane_id
         state = parse_pane_state(
-            await self._tmux("display-message", "-p", "-t", target, PANE_STATE_FORMAT)
+            await self.run_tmux("display-message", "-p", "-t", target, PANE_STATE_FORMAT)
         )
         if state is None:
             return
@@ -656,7 +669,7 @@ class TmuxSource:
             return
         top = -state.scroll_position
         bottom = top + state.height - 1
-        text = await self._tmux(
+        text = await self.run_tmux(
             "capture-pane", "-p", "-e", "-t", target, "-S", str(top), "-E", str(bottom)
         )
         rows = [row.encode() for row in text.split("\n")[: state.height]]
@@ -666,7 +679,7 @@ class TmuxSource:
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """``capture-pane -J -S -``: all of tmux's history and the screen, styles stripped."""
         pane = self._pane(pane_id)
-        text = await self._tmux(
+        text = await self.run_tmux(
             "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane.row.pane_id
         )
         return HistoryCapture.newest(text.rstrip("\n"))
