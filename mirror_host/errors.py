@@ -16,6 +16,8 @@ Every error a room raises on purpose is one of these classes, so callers can tel
 * ``ConfigError`` / ``StoreError`` / ``ListenError``: bad settings, an
   unreadable device store or a listen address that cannot be bound; these stop
   the program with a message naming the key, file or address.
+* ``InvalidArgument``: a value our own code built is outside its limits (a
+  bug, caught where it would otherwise go on the wire or to tmux).
 * ``InvalidInput``: text a person handed a command (hex to decode, a pairing
   payload) is not what it should be; the command prints why and exits.
 * ``GhosttyFailure``: libghostty returned an error code (a bug or exhaustion);
@@ -37,6 +39,7 @@ __all__ = [
     "ConfigError",
     "GhosttyFailure",
     "IncompletePacket",
+    "InvalidArgument",
     "InvalidHex",
     "InvalidInput",
     "InvalidPairingPayload",
@@ -155,6 +158,11 @@ class ListenError(MirrorHostError):
 
 class TLSUnsupported(MirrorHostError):
     """This Python cannot do TLS-PSK (3.11/3.12 without ``sslpsk3``); the message says how."""
+
+
+class InvalidArgument(MirrorHostError, ValueError):
+    """Our own code passed a value outside what a function or value takes: a bug
+    in the caller (an archive over 2 MiB, a command line of no commands)."""
 
 
 class InvalidInput(MirrorHostError, ValueError):

@@ -485,8 +485,9 @@ class Hub:
             except Exception as exc:
                 # One pane's failure ends its subscriber, never the host.
                 logger.exception("%s sampling failed", sub.connection.label)
-                sub.first_error = PaneSourceError(f"sampling failed: {exc!r}")
-                sub.first_ready.set()
+                if not sub.granted.is_set():
+                    sub.first_error = PaneSourceError(f"sampling failed: {exc!r}")
+                    sub.first_ready.set()
                 sub.connection.session.close("host pane is unavailable")
 
     def _unavailable(self, sub: _Subscription, exc: PaneSourceError) -> None:

@@ -136,10 +136,7 @@ class LocalSource:
                     shell = default_shell_command()
                     programs = [(Path(shell[0]).name, shell)]
                 for command, argv in programs:
-                    pane = self._spawn(command, argv)
-                    self._panes[pane.id] = pane
-                    nursery.start_soon(self._pump, pane)
-                    nursery.start_soon(self._write_replies, pane)
+                    self.spawn(argv, label=command)
                 await trio.sleep_forever()
         finally:
             self._nursery = None
@@ -269,7 +266,12 @@ class LocalSource:
 
     # ------------------------------------------------------------ PaneSource
 
-    def _pane(self, pane_id: UUID) -> LocalPane:
+    def pane(self, pane_id: UUID) -> LocalPane:
+        """One live pane.
+
+        Raises:
+            PaneNotFound: it has exited.
+        """
         pane = self._panes.get(pane_id)
         if pane is None or not pane.alive:
             raise PaneNotFound(f"pane {pane_id} has exited")
@@ -300,7 +302,7 @@ class LocalSource:
     @asynccontextmanager
     async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
         """Call ``on_change`` after every chunk of output (and when it exits)."""
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         pane.watchers.add(on_change)
         try:
             yield
@@ -317,7 +319,7 @@ class LocalSource:
         with_styled_scrollback: bool = False,
     ) -> VTCapture | TextCapture:
         """Format the pane's screen now (no awaiting: the screen is in memory)."""
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         screen = pane.screen
         wants_overlay = with_viewport_text and representation is Representation.VT
         overlay = screen.viewport_overlay() if wants_overlay and screen.is_scrolled_back else None
@@ -332,7 +334,7 @@ class LocalSource:
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """Write input to the PTY unchanged."""
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         self.input_activity.note(pane_id, time.monotonic())
         await self._write_raw(pane, data)
 
@@ -342,17 +344,9 @@ class LocalSource:
         """The panes whose programs still run, in start order."""
         return [pane for pane in self._panes.values() if pane.alive]
 
-    def pane(self, pane_id: UUID) -> LocalPane:
-        """One live pane.
-
-        Raises:
-            PaneNotFound: it has exited.
-        """
-        return self._pane(pane_id)
-
     def foreground_group(self, pane_id: UUID) -> int | None:
         """The PTY's foreground process group (``tcgetpgrp`` on the master), if any."""
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         try:
             return os.tcgetpgrp(pane.master.fileno())
         except OSError:
@@ -360,7 +354,7 @@ class LocalSource:
 
     async def write_for_host(self, pane_id: UUID, data: bytes) -> None:
         """Write bytes on the host's own behalf (agent delivery): not a client's raw input."""
-        await self._write_raw(self._pane(pane_id), data)
+        await self._write_raw(self.pane(pane_id), data)
 
     async def _write_raw(self, pane: LocalPane, data: bytes) -> None:
         async with pane.write_lock:
@@ -374,7 +368,7 @@ class LocalSource:
 
         A full-screen program that reads the mouse gets wheel events instead.
         """
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         screen = pane.screen
         _, rows = screen.size
         step = max(1, rows - 3)
@@ -387,7 +381,7 @@ class LocalSource:
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """Scrollback and screen, newest 2 MiB, styles stripped."""
-        pane = self._pane(pane_id)
+        pane = self.pane(pane_id)
         return HistoryCapture.newest(pane.screen.history_text())
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
+from mirror_host.errors import InvalidArgument
+
 __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_CELLS",
@@ -101,9 +103,9 @@ class StyledArchive:
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.data) <= MAX_ARCHIVE_BYTES:
-            raise ValueError(f"an archive of {len(self.data)} bytes (1 … 2 MiB allowed)")
+            raise InvalidArgument(f"an archive of {len(self.data)} bytes (1 … 2 MiB allowed)")
         if not 0 <= self.row_offset <= MAX_ARCHIVE_ROWS:
-            raise ValueError(f"row offset {self.row_offset} (0 … {MAX_ARCHIVE_ROWS} allowed)")
+            raise InvalidArgument(f"row offset {self.row_offset} (0 … {MAX_ARCHIVE_ROWS} allowed)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from mirror_host.errors import InvalidArgument
+
 __all__ = [
     "LIST_FORMAT",
     "PANE_STATE_FORMAT",
@@ -251,7 +253,7 @@ class ControlParser:
     def expect(self, blocks: int) -> int:
         """A command line of ``blocks`` commands is being sent; returns its number."""
         if blocks < 1:
-            raise ValueError("a command line yields at least one block")
+            raise InvalidArgument("a command line yields at least one block")
         command = self._next_command
         self._next_command += 1
         self._waiting.append(_Waiting(command, blocks))

@@ -257,20 +257,16 @@ class Lease:
         text, scroll state for both representations.
         """
         is_vt = request.representation is Representation.VT
-        wants_viewport_text = (
-            bool(request.include_viewport_text)
-            and is_vt
-            and Capability.VIEWPORT_TEXT in capabilities
-        )
         return cls(
             subscription_id=subscription_id,
             pane_id=request.pane_id,
             representation=request.representation,
-            wants_viewport_text=wants_viewport_text,
+            wants_viewport_text=bool(request.include_viewport_text)
+            and is_vt
+            and Capability.VIEWPORT_TEXT in capabilities,
             wants_scroll_state=bool(request.include_scroll_state)
             and Capability.SCROLL_STATE in capabilities,
             can_scroll=Capability.REMOTE_SCROLL in capabilities,
-            wants_styled_scrollback=wants_viewport_text
-            and bool(request.include_styled_scrollback)
+            wants_styled_scrollback=bool(request.include_styled_scrollback)
             and Capability.STYLED_SCROLLBACK in capabilities,
         )

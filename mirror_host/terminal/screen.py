@@ -275,11 +275,11 @@ class Screen:
         options.selection = selection
         return self._format(options)
 
-    def _plain(self, selection: Any, *, unwrap: bool) -> str:
+    def _plain(self, selection: Any, *, unwrap: bool, trim: bool = True) -> str:
         options = init_sized("GhosttyFormatterTerminalOptions")
         options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
         options.unwrap = unwrap
-        options.trim = True
+        options.trim = trim
         options.selection = selection
         return self._format(options).decode("utf-8", "replace")
 
@@ -296,13 +296,8 @@ class Screen:
         unwrapped read of the viewport gives the same rows, except that it
         leaves out trailing empty rows, which are put back here.
         """
-        options = init_sized("GhosttyFormatterTerminalOptions")
-        options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
-        options.unwrap = False
-        options.trim = False
-        selection = self._selection("viewport")
-        options.selection = selection
-        lines = self._format(options).decode("utf-8", "replace").split("\n")
+        text = self._plain(self._selection("viewport"), unwrap=False, trim=False)
+        lines = text.split("\n")
         _, rows = self.size
         return "\n".join(lines + [""] * (rows - len(lines)))
 
