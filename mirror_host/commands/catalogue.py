@@ -14,12 +14,15 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from mirror_host.commands.responses import cli_success
+from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 
 __all__ = [
+    "created_result",
     "default_profiles",
+    "launch_profile",
     "find_profile",
     "git_root",
     "profile_available",
@@ -50,6 +53,42 @@ def find_profile(profiles: Iterable[Profile], wanted: str) -> Profile | None:
         if profile.id == wanted:
             return profile
     return next((p for p in table if p.name == wanted), None)
+
+
+def launch_profile(
+    profiles: Iterable[Profile], command: CreateCommand
+) -> tuple[Profile | None, JSONValue | None]:
+    """``create``'s profile (``None`` for a shell), or the ``PROFILE_NOT_FOUND`` refusal."""
+    if command.launch is None:
+        return None, None
+    profile = find_profile(profiles, command.launch.profile)
+    if profile is None or not profile_available(profile):
+        return None, cli_error(
+            "create",
+            "PROFILE_NOT_FOUND",
+            f"No enabled Agent Profile matches “{command.launch.profile}”.",
+        )
+    return profile, None
+
+
+def created_result(
+    worktree: dict[str, JSONValue],
+    tab: dict[str, JSONValue],
+    pane: dict[str, JSONValue],
+    profile: Profile | None,
+) -> JSONValue:
+    """``create``'s success result (with ``launch`` when a profile was started)."""
+    data: dict[str, JSONValue] = {
+        "resource": "tab",
+        "target": {"worktree": worktree, "tab": tab, "pane": pane},
+    }
+    if profile is not None:
+        data["launch"] = {
+            "profile_id": profile.id,
+            "profile_name": profile.name,
+            "agent": profile.agent,
+        }
+    return cli_success("create", data)
 
 
 def profiles_result(profiles: Iterable[Profile]) -> JSONValue:

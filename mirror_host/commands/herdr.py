@@ -212,15 +212,9 @@ class HerdrCommands:
             return cli_error(
                 "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
             )
-        profile = None
-        if command.launch is not None:
-            profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
-            if profile is None or not catalogue.profile_available(profile):
-                return cli_error(
-                    "create",
-                    "PROFILE_NOT_FOUND",
-                    f"No enabled Agent Profile matches “{command.launch.profile}”.",
-                )
+        profile, refusal = catalogue.launch_profile(self.profiles_table, command)
+        if refusal is not None:
+            return refusal
         try:
             params: dict[str, Any] = {"workspace_id": workspace.id, "focus": False}
             if workspace.cwd:
@@ -232,39 +226,24 @@ class HerdrCommands:
             tab = parse_tab(tab_record) if isinstance(tab_record, dict) else None
             if pane is None or tab is None:
                 return cli_error("create", "CREATE_FAILED", "Herdr did not describe the new tab.")
-            launch: dict[str, JSONValue] | None = None
             if profile is not None and command.launch is not None:
                 name = await self._start_agent(profile, pane)
                 if command.launch.prompt:
                     await self.client.call(
                         "agent.prompt", {"target": name, "text": command.launch.prompt}
                     )
-                launch = {
-                    "profile_id": profile.id,
-                    "profile_name": profile.name,
-                    "agent": profile.agent,
-                }
         except (HerdrError, PaneSourceError) as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the tab: {exc}")
         try:
             await self.source.poll()
         except PaneSourceError:
             pass
-        data: dict[str, JSONValue] = {
-            "resource": "tab",
-            "target": {
-                "worktree": self._worktree(workspace, [pane]),
-                "tab": self._tab(tab),
-                "pane": {
-                    k: v
-                    for k, v in self._pane(pane).items()
-                    if k in ("id", "title", "cwd", "focused")
-                },
-            },
+        pane_record = {
+            k: v for k, v in self._pane(pane).items() if k in ("id", "title", "cwd", "focused")
         }
-        if launch is not None:
-            data["launch"] = launch
-        return cli_success("create", data)
+        return catalogue.created_result(
+            self._worktree(workspace, [pane]), self._tab(tab), pane_record, profile
+        )
 
     async def _start_agent(self, profile: Profile, pane: HerdrPane) -> str:
         name = (

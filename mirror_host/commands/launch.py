@@ -1,8 +1,10 @@
 """What the tmux and local command backends share. I/O.
 
 :class:`AgentPaneCommands` holds the parts that do not depend on where panes
-come from: the capabilities, the profile catalogue, finding a ``create``'s
-profile, the shape of ``list`` and ``create`` results, and agent input.
+come from: the capabilities, the profile catalogue, the shape of ``list``
+results, a launched agent's first prompt, and agent input. (Finding a
+``create``'s profile and the shape of its result are shared with the Herdr
+backend too: :mod:`mirror_host.commands.catalogue`.)
 
 A launched agent gets its first prompt through the same guarded delivery as a
 phone's (:mod:`mirror_host.commands.agent_input`), once it shows an empty,
@@ -125,19 +127,6 @@ class AgentPaneCommands:
 
     # ------------------------------------------------------------ helpers for subclasses
 
-    def launch_profile(self, command: CreateCommand) -> tuple[Profile | None, JSONValue | None]:
-        """``create``'s profile (``None`` for a shell), or the error that refuses it."""
-        if command.launch is None:
-            return None, None
-        profile = catalogue.find_profile(self.profiles_table, command.launch.profile)
-        if profile is None or not catalogue.profile_available(profile):
-            return None, cli_error(
-                "create",
-                "PROFILE_NOT_FOUND",
-                f"No enabled Agent Profile matches “{command.launch.profile}”.",
-            )
-        return profile, None
-
     async def prompt_launched(
         self, command: CreateCommand, profile: Profile | None, pane_id: UUID
     ) -> JSONValue | None:
@@ -156,23 +145,3 @@ class AgentPaneCommands:
         return cli_success(
             "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
         )
-
-    @staticmethod
-    def created(
-        worktree: dict[str, JSONValue],
-        tab: dict[str, JSONValue],
-        pane: dict[str, JSONValue],
-        profile: Profile | None,
-    ) -> JSONValue:
-        """``create``'s success result (with ``launch`` when a profile was started)."""
-        data: dict[str, JSONValue] = {
-            "resource": "tab",
-            "target": {"worktree": worktree, "tab": tab, "pane": pane},
-        }
-        if profile is not None:
-            data["launch"] = {
-                "profile_id": profile.id,
-                "profile_name": profile.name,
-                "agent": profile.agent,
-            }
-        return cli_success("create", data)

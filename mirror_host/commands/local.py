@@ -147,7 +147,7 @@ class LocalCommands(AgentPaneCommands):
             return cli_error(
                 "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
             )
-        profile, refusal = self.launch_profile(command)
+        profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal
         argv = default_shell_command()
@@ -168,4 +168,4 @@ class LocalCommands(AgentPaneCommands):
             "focused": False,
         }
         tab: dict[str, JSONValue] = {"id": str(pane_id).upper(), "title": label, "selected": False}
-        return self.created(worktree, tab, pane, profile)
+        return catalogue.created_result(worktree, tab, pane, profile)

@@ -229,7 +229,7 @@ class TmuxCommands(AgentPaneCommands):
                 "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
             )
         session_id, worktree = place
-        profile, refusal = self.launch_profile(command)
+        profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal
         shell_command: list[str] = []
@@ -258,7 +258,7 @@ class TmuxCommands(AgentPaneCommands):
             "cwd": row.path,
             "focused": False,
         }
-        return self.created(worktree, tab, pane, profile)
+        return catalogue.created_result(worktree, tab, pane, profile)
 
     async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
         """Wait until the source lists the new pane (control mode reports the window)."""
