@@ -24,6 +24,7 @@ from uuid import UUID
 from mirror_host.client.address import HostAddress
 from mirror_host.client.client import Credential
 from mirror_host.errors import ClientError
+from mirror_host.host.store import write_atomic
 
 __all__ = ["CredentialStore", "CredentialStoreError", "default_path"]
 
@@ -109,29 +110,8 @@ class CredentialStore:
             "hosts": {address: _encode(c) for address, c in sorted(hosts.items())},
         }
         data = (json.dumps(document, indent=2) + "\n").encode()
-        directory = self.path.parent
-        temporary = directory / f".{FILE_NAME}.{os.getpid()}.tmp"
         try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(temporary, flags, 0o600)
-            try:
-                os.fchmod(fd, 0o600)  # a leftover temporary file keeps its old mode otherwise
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, self.path)
-            directory_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(directory_fd)
-            finally:
-                os.close(directory_fd)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_atomic(self.path, data, mode=0o600)
         except OSError as exc:
-            try:
-                temporary.unlink()
-            except OSError:
-                pass
             raise CredentialStoreError(f"{self.path}: cannot write ({exc.strerror})") from exc
