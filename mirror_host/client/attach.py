@@ -69,15 +69,18 @@ from mirror_host.control import (
     Subscribed,
 )
 from mirror_host.errors import ClientError
+from mirror_host.session.connection import (
+    HEARTBEAT_SECONDS,
+    IDLE_TIMEOUT_SECONDS,
+    MAX_INPUT_BYTES,
+)
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = ["DETACH_KEY", "AttachError", "AttachOptions", "Ending", "attach"]
 
 DETACH_KEY = b"\x1d"  # Ctrl-]
-HEARTBEAT_SECONDS = 2.0
-SILENCE_SECONDS = 8.0
+#: How long the host may take to answer ``list`` or ``subscribe``.
 REPLY_SECONDS = 10.0
-MAX_INPUT = 65_536
 
 
 class AttachError(ClientError):
@@ -263,11 +266,11 @@ class _Link:
         client, lease = self.client, self.lease
         if client is None or lease is None:
             if not self._connected_once:
-                self._early += data[: MAX_INPUT - len(self._early)]
+                self._early += data[: MAX_INPUT_BYTES - len(self._early)]
             return
-        for start in range(0, len(data), MAX_INPUT):
+        for start in range(0, len(data), MAX_INPUT_BYTES):
             try:
-                chunk = data[start : start + MAX_INPUT]
+                chunk = data[start : start + MAX_INPUT_BYTES]
                 await client.send(Input(data=chunk, subscription_id=lease))
             except ClientClosed:
                 return  # the connection task notices and reconnects
@@ -491,8 +494,8 @@ class Session:
         while True:
             await trio.sleep(HEARTBEAT_SECONDS)
             last = client.last_received or started
-            if trio.current_time() - last > SILENCE_SECONDS:
-                lost.append(_Lost(f"nothing from the host for {SILENCE_SECONDS:g} s"))
+            if trio.current_time() - last > IDLE_TIMEOUT_SECONDS:
+                lost.append(_Lost(f"nothing from the host for {IDLE_TIMEOUT_SECONDS:g} s"))
                 scope.cancel()
                 return
             try:
