@@ -72,9 +72,10 @@ OTHER_SUITES = "PSK-AES128-GCM-SHA256:PSK-AES128-CBC-SHA256:ECDHE-PSK-AES128-CBC
 # ---------------------------------------------------------------- pairing
 
 
-async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
+async def check_pair_enroll(ctx: Context) -> str:
     """Pair as a new device: ``challenge``, ``paired`` with a 32-byte key, then closed.
     (That ``challenge`` comes first is ``auth.challenge``'s business.)"""
+    code, name = ctx.code, ctx.device_name
     try:
         normalized = normalize_code(code)
     except InvalidPairingCode as exc:
@@ -107,9 +108,10 @@ async def check_pair_enroll(ctx: Context, code: str, name: str) -> str:
     return f"paired as device {str(ctx.credential.device_id).upper()}"
 
 
-async def check_pair_wrong_proof(ctx: Context, code: str, name: str) -> str:
+async def check_pair_wrong_proof(ctx: Context) -> str:
     """Before pairing: ``pair`` with a wrong proof (made over another nonce) closes the
     connection without ``paired`` (and the window stays open for ``pair.enroll``)."""
+    code, name = ctx.code, ctx.device_name
     try:
         normalized = normalize_code(code)
     except InvalidPairingCode as exc:
@@ -139,12 +141,12 @@ async def check_pair_wrong_proof(ctx: Context, code: str, name: str) -> str:
     return "closed without `paired`"
 
 
-async def check_pair_single_use(ctx: Context, code: str) -> str:
+async def check_pair_single_use(ctx: Context) -> str:
     """The pairing window closes at the first pairing: the code opens TLS no more."""
     ctx.require_credential()
     return await _handshake_refused(
         ctx,
-        client_context(PAIR_IDENTITY, normalize_code(code).encode()),
+        client_context(PAIR_IDENTITY, normalize_code(ctx.code).encode()),
         "the used pairing code",
     )
 

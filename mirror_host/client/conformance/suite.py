@@ -83,30 +83,10 @@ class Check:
         return self.base + self.waits * wait
 
 
-def _code_bound(fn: Callable[[Context, str], Awaitable[str]]) -> CheckFn:
-    """Checks that need the pairing code get it from the context's options."""
-
-    async def run(ctx: Context) -> str:
-        return await fn(ctx, ctx.code)
-
-    run.__doc__ = fn.__doc__
-    return run
-
-
-def _pairing_bound(fn: Callable[[Context, str, str], Awaitable[str]]) -> CheckFn:
-    """Checks that pair get the code and the device name from the context."""
-
-    async def run(ctx: Context) -> str:
-        return await fn(ctx, ctx.code, ctx.device_name)
-
-    run.__doc__ = fn.__doc__
-    return run
-
-
 CHECKS: tuple[Check, ...] = (
     Check(
         "pair.wrong-proof",
-        _pairing_bound(transport.check_pair_wrong_proof),
+        transport.check_pair_wrong_proof,
         before_enroll=True,
         auth_failures=1,
         panes=False,
@@ -164,7 +144,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "pair.single-use",
-        _code_bound(transport.check_pair_single_use),
+        transport.check_pair_single_use,
         auth_failures=1,
         panes=False,
     ),
@@ -185,9 +165,9 @@ CHECKS: tuple[Check, ...] = (
 ENROLL = "pair.enroll"
 #: Listing the panes: reported only when it fails.
 DISCOVERY = "discovery"
-#: ``pair.enroll`` may take ``ENROLL_BASE + ENROLL_WAITS × --wait`` seconds.
-ENROLL_BASE, ENROLL_WAITS = 5.0, 4.0
-DISCOVERY_BASE, DISCOVERY_WAITS = 5.0, 4.0
+#: Pairing, and listing the panes, run between the checks, with timeouts of their own.
+_ENROLL_STEP = Check(ENROLL, transport.check_pair_enroll, waits=4.0, panes=False)
+_DISCOVERY_STEP = Check(DISCOVERY, panes.discover, waits=4.0, panes=False)
 AUTH_FAILURES = sum(check.auth_failures for check in CHECKS)
 NAMES = (ENROLL, *(check.name for check in CHECKS))
 
@@ -209,6 +189,10 @@ class SuiteOptions:
     name: str = field(default_factory=device_name)
     #: How long the host may take for what it owes (replies, frames, closes).
     wait: float = WAIT_SECONDS
+
+
+async def _run_step(ctx: Context, check: Check) -> CheckResult:
+    return await _run_one(ctx, check.name, check.run, check.timeout(ctx.wait))
 
 
 async def _run_one(ctx: Context, name: str, fn: CheckFn, timeout: float) -> CheckResult:
@@ -259,10 +243,14 @@ async def run_suite(
     chosen, unknown = select([c.name for c in CHECKS], options.only, options.skip)
     if unknown:
         raise ValueError(f"no check matches {', '.join(map(repr, unknown))}")
-    ctx = Context(target, allow_input=options.allow_input, pane_choice=options.pane)
-    ctx.code = options.code
-    ctx.device_name = options.name
-    ctx.wait = options.wait
+    ctx = Context(
+        target,
+        allow_input=options.allow_input,
+        pane_choice=options.pane,
+        code=options.code,
+        device_name=options.name,
+        wait=options.wait,
+    )
     selected = [check for check in CHECKS if check.name in chosen]
     results: list[CheckResult] = []
 
@@ -275,7 +263,7 @@ async def run_suite(
         if check.types and not options.allow_input:
             report(CheckResult(check.name, Status.SKIPPED, "types into the pane: --allow-input", 0))
             return
-        report(await _run_one(ctx, check.name, check.run, check.timeout(ctx.wait)))
+        report(await _run_step(ctx, check))
 
     for check in selected:
         if check.before_enroll:
@@ -287,13 +275,10 @@ async def run_suite(
             )
         )
     else:
-        enroll = partial(transport.check_pair_enroll, code=options.code, name=options.name)
-        report(await _run_one(ctx, ENROLL, enroll, ENROLL_BASE + ENROLL_WAITS * ctx.wait))
+        report(await _run_step(ctx, _ENROLL_STEP))
     later = [check for check in selected if not check.before_enroll]
     if ctx.credential is not None and any(check.panes for check in later):
-        discovery = await _run_one(
-            ctx, DISCOVERY, panes.discover, DISCOVERY_BASE + DISCOVERY_WAITS * ctx.wait
-        )
+        discovery = await _run_step(ctx, _DISCOVERY_STEP)
         if discovery.status is not Status.PASSED:
             ctx.discovery_error = discovery.detail
             report(discovery)
