@@ -27,6 +27,7 @@ __all__ = [
     "git_root",
     "profile_available",
     "profiles_result",
+    "unknown_worktree",
     "worktree_for",
     "worktree_record",
 ]
@@ -69,6 +70,11 @@ def launch_profile(
             f"No enabled Agent Profile matches “{command.launch.profile}”.",
         )
     return profile, None
+
+
+def unknown_worktree(command: CreateCommand) -> JSONValue:
+    """``create``'s refusal when no worktree has the id it names."""
+    return cli_error("create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”.")
 
 
 def created_result(

@@ -209,9 +209,7 @@ class HerdrCommands:
             else None
         )
         if workspace is None:
-            return cli_error(
-                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
-            )
+            return catalogue.unknown_worktree(command)
         profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal

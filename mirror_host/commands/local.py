@@ -144,9 +144,7 @@ class LocalCommands(AgentPaneCommands):
             None,
         )
         if worktree is None:
-            return cli_error(
-                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
-            )
+            return catalogue.unknown_worktree(command)
         profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal

@@ -225,9 +225,7 @@ class TmuxCommands(AgentPaneCommands):
             None,
         )
         if place is None:
-            return cli_error(
-                "create", "TARGET_NOT_FOUND", f"No worktree matches “{command.worktree_id}”."
-            )
+            return catalogue.unknown_worktree(command)
         session_id, worktree = place
         profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
