@@ -380,9 +380,9 @@ class LocalSource:
         pane.watchers.notify()
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
-        """Scrollback and screen, newest 2 MiB, styles stripped."""
+        """Scrollback and screen, styles stripped (the session keeps the newest 2 MiB)."""
         pane = self.pane(pane_id)
-        return HistoryCapture.newest(pane.screen.history_text())
+        return HistoryCapture(text=pane.screen.history_text())
 
 
 def _styled(pane: LocalPane, capture: VTCapture, overlay: str, now: float) -> Cached:

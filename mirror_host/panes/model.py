@@ -32,7 +32,6 @@ __all__ = [
     "TextCapture",
     "VTCapture",
     "Watchers",
-    "keep_newest_utf8",
 ]
 
 #: Limits from Prowl's host (docs/protocol.md §11).
@@ -137,36 +136,14 @@ class TextCapture:
 Capture = VTCapture | TextCapture
 
 
-def keep_newest_utf8(text: str, limit: int = MAX_HISTORY_BYTES) -> tuple[str, bool]:
-    """The last ``limit`` UTF-8 bytes of ``text`` and whether anything was cut.
-
-    A character split by the cut is dropped whole (its continuation bytes are
-    discarded), never replaced.
-    """
-    if len(text) * 4 <= limit:  # cannot be longer: skip the encoding
-        return text, False
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text, False
-    tail = data[-limit:]
-    start = 0
-    while start < len(tail) and (tail[start] & 0xC0) == 0x80:
-        start += 1
-    return tail[start:].decode("utf-8"), True
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryCapture:
-    """Retained text (scrollback and screen), newest part, with a cut flag."""
+    """Retained text (scrollback and screen); ``truncated`` when the source itself
+    kept less than it had. The session keeps the newest 2 MiB of it (the one cut,
+    :class:`~mirror_host.session.history.HistorySnapshot`)."""
 
     text: str
     truncated: bool = False
-
-    @classmethod
-    def newest(cls, text: str, *, truncated: bool = False) -> HistoryCapture:
-        """The newest 2 MiB of ``text``; ``truncated`` if the source or this cut dropped any."""
-        kept, cut = keep_newest_utf8(text)
-        return cls(text=kept, truncated=truncated or cut)
 
 
 class Watchers:

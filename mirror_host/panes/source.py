@@ -93,7 +93,7 @@ class PaneSource(Protocol):
         ...
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
-        """Retained text, scrollback and screen, newest ≤ 2 MiB, styles stripped.
+        """Retained text, scrollback and screen, styles stripped (the session cuts 2 MiB).
 
         Raises:
             UnsupportedOperation, PaneNotFound, PaneSourceError.

@@ -682,4 +682,4 @@ class TmuxSource:
         text = await self.run_tmux(
             "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane.row.pane_id
         )
-        return HistoryCapture.newest(text.rstrip("\n"))
+        return HistoryCapture(text=text.rstrip("\n"))

@@ -12,12 +12,30 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from mirror_host.errors import ProtocolViolation
-from mirror_host.panes.model import MAX_HISTORY_BYTES, keep_newest_utf8
+from mirror_host.panes.model import MAX_HISTORY_BYTES
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "PAGE_LINES", "HistorySnapshot"]
+__all__ = ["MAX_SNAPSHOT_BYTES", "PAGE_LINES", "HistorySnapshot", "keep_newest_utf8"]
 
 MAX_SNAPSHOT_BYTES = MAX_HISTORY_BYTES
 PAGE_LINES = 200
+
+
+def keep_newest_utf8(text: str, limit: int = MAX_SNAPSHOT_BYTES) -> tuple[str, bool]:
+    """The last ``limit`` UTF-8 bytes of ``text`` and whether anything was cut.
+
+    A character split by the cut is dropped whole (its continuation bytes are
+    discarded), never replaced.
+    """
+    if len(text) * 4 <= limit:  # cannot be longer: skip the encoding
+        return text, False
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    tail = data[-limit:]
+    start = 0
+    while start < len(tail) and (tail[start] & 0xC0) == 0x80:
+        start += 1
+    return tail[start:].decode("utf-8"), True
 
 
 @dataclass(frozen=True, slots=True)

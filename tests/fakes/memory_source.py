@@ -146,4 +146,4 @@ class MemorySource:
         pane = self.panes.get(pane_id)
         text = pane.screen.history_text() if pane is not None else ""
         await self._call("history", pane_id)
-        return HistoryCapture.newest(text)
+        return HistoryCapture(text=text)

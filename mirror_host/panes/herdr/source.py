@@ -384,7 +384,7 @@ class HerdrSource:
         text = "\n".join(
             strip_escapes(row) for row in split_rows(raw if isinstance(raw, str) else "")
         )
-        return HistoryCapture.newest(text, truncated=read.get("truncated") is True)
+        return HistoryCapture(text=text, truncated=read.get("truncated") is True)
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
