@@ -142,3 +142,33 @@ def row_styles(replica: Screen, needle: str) -> dict[str, dict[str, object]]:
         x = rows[y].index(word)
         styles.setdefault(word, dict(replica.cell(x, y, area="viewport")[1]))
     return styles
+
+
+def coloured_lines(count: int) -> str:
+    """A shell loop printing ``count`` lines: a red number, a bold underlined word, a green one."""
+    return (
+        f"for i in $(seq 1 {count}); do "
+        "printf '\\033[31mred%d\\033[0m \\033[1;4mbold%d\\033[0m \\033[38;5;40mgreen\\033[0m\\n'"
+        " $i $i; done"
+    )
+
+
+async def scrolled_back_in_colour(
+    client: MirrorClient, sub: UUID, *, newest: int, shown: int
+) -> tuple[c.Viewport, VTFramePacket, dict[str, dict[str, object]]]:
+    """Scroll a Mac-style lease (viewport text, styled scrollback, scroll state) up
+    once and check the archive shows line ``shown`` (not ``newest``) in colour;
+    the viewport, the frame and the styles of that line."""
+    seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
+    viewport, state, frame, result = seen[-4:]
+    assert isinstance(viewport, c.Viewport) and isinstance(frame, VTFramePacket)
+    assert isinstance(state, c.ScrollState) and isinstance(result, c.ScrollResult)
+    assert viewport.sequence == state.sequence == frame.sequence == result.sequence
+    replica = styled_view(viewport, frame)
+    assert viewport.text is not None and f"red{shown}" in viewport.text
+    assert f"red{newest}" not in viewport.text
+    styles = row_styles(replica, f"red{shown}")
+    assert styles[f"red{shown}"]["fg"] == ("palette", 1)
+    assert styles[f"bold{shown}"]["bold"] and styles[f"bold{shown}"]["underline"] == 1
+    assert styles["green"]["fg"] == ("palette", 40)
+    return viewport, frame, styles

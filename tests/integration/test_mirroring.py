@@ -14,14 +14,14 @@ from mirror_host.panes.local import LocalSource
 from mirror_host.wire import ControlPacket, TextFramePacket, VTFramePacket, encode_packet
 from tests.integration.conftest import paired, port_of, running_host
 from tests.integration.mirror_helpers import (
+    coloured_lines,
     frame_containing,
     frame_text,
     list_panes,
     next_frame,
-    row_styles,
     scroll_until_result,
+    scrolled_back_in_colour,
     settle,
-    styled_view,
     subscribe,
 )
 
@@ -272,12 +272,8 @@ async def test_scroll_duplicate_and_concurrent_requests(state_dir: Path) -> None
                 await client.receive(timeout=0.6)
 
 
-#: 300 lines: a red number, a bold underlined word, a green one.
-COLOURED = (
-    "for i in $(seq 1 300); do "
-    "printf '\\033[31mred%d\\033[0m \\033[1;4mbold%d\\033[0m \\033[38;5;40mgreen\\033[0m\\n' $i $i; "
-    "done; exec sleep 60"
-)
+#: 300 coloured lines, then the pane stays.
+COLOURED = coloured_lines(300) + "; exec sleep 60"
 
 
 async def test_a_mac_client_scrolled_back_sees_the_colours(state_dir: Path) -> None:
@@ -295,18 +291,7 @@ async def test_a_mac_client_scrolled_back_sees_the_colours(state_dir: Path) -> N
             )
             await frame_containing(client, sub, "red300")
             await settle(client, sub)
-            seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
-            viewport, state, frame, result = seen[-4:]
-            assert isinstance(viewport, c.Viewport) and isinstance(frame, VTFramePacket)
-            assert isinstance(state, c.ScrollState) and isinstance(result, c.ScrollResult)
-            assert viewport.sequence == state.sequence == frame.sequence == result.sequence
-            replica = styled_view(viewport, frame)
-            assert viewport.text is not None and "red280" in viewport.text
-            assert "red300" not in viewport.text
-            styles = row_styles(replica, "red280")
-            assert styles["red280"]["fg"] == ("palette", 1)
-            assert styles["bold280"]["bold"] and styles["bold280"]["underline"] == 1
-            assert styles["green"]["fg"] == ("palette", 40)
+            await scrolled_back_in_colour(client, sub, newest=300, shown=280)
             # Back at the bottom the frame is the view again: no text, no archive.
             seen = await scroll_until_result(client, sub, c.ScrollDirection.DOWN)
             viewport = next(x for x in reversed(seen) if isinstance(x, c.Viewport))

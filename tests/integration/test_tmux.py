@@ -24,13 +24,14 @@ from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.conftest import paired, port_of, running_host
 from tests.integration.mirror_helpers import (
+    coloured_lines,
     frame_containing,
     frame_text,
     list_panes,
     messages_within,
     next_frame,
     row_styles,
-    scroll_until_result,
+    scrolled_back_in_colour,
     settle,
     styled_view,
     subscribe,
@@ -275,11 +276,7 @@ async def test_history_and_scroll(state_dir: Path, tmux_server: TmuxServer) -> N
         assert "back-at-the-prompt" in frame_text(frame)
 
 
-COLOURED = (
-    "clear; for i in $(seq 1 500); do "
-    "printf '\\033[31mred%d\\033[0m \\033[1;4mbold%d\\033[0m \\033[38;5;40mgreen\\033[0m\\n' $i $i; "
-    "done"
-)
+COLOURED = "clear; " + coloured_lines(500)
 
 
 async def test_a_mac_client_scrolled_back_in_tmux_sees_the_colours(
@@ -299,17 +296,7 @@ async def test_a_mac_client_scrolled_back_in_tmux_sees_the_colours(
         )
         await frame_containing(client, sub, "red500")
         await settle(client, sub)
-        seen = await scroll_until_result(client, sub, c.ScrollDirection.UP)
-        viewport, state, frame, result = seen[-4:]
-        assert isinstance(viewport, c.Viewport) and isinstance(frame, VTFramePacket)
-        assert isinstance(state, c.ScrollState) and isinstance(result, c.ScrollResult)
-        replica = styled_view(viewport, frame)
-        assert viewport.text is not None and "red480" in viewport.text
-        assert "red500" not in viewport.text
-        styles = row_styles(replica, "red480")
-        assert styles["red480"]["fg"] == ("palette", 1)
-        assert styles["bold480"]["bold"] and styles["bold480"]["underline"] == 1
-        assert styles["green"]["fg"] == ("palette", 40)
+        viewport, _frame, styles = await scrolled_back_in_colour(client, sub, newest=500, shown=480)
 
         # Output while scrolled back: tmux keeps the copy-mode view, the history
         # grows under it, and the archive still presents that same view.
