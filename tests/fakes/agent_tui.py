@@ -42,6 +42,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from agent_control import ControlFile  # a sibling: run as scripts from this folder
+
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 RULE = "─"
@@ -55,12 +57,11 @@ def cells(text: str) -> int:
 
 class Agent:
     def __init__(self, args: argparse.Namespace) -> None:
-        self.control = Path(args.control)
+        self.control = ControlFile(Path(args.control))
         self.log = Path(args.log)
         self.submissions = Path(args.submissions)
         self.bracketed = not args.no_bracketed_paste
         self.settings: dict[str, Any] = {"state": "idle"}
-        self.control_stamp: tuple[float, int] | None = None
         self.composer = ""
         self.paste_token: str | None = None  # what the box shows instead of a long paste
         self.pastes = 0
@@ -75,18 +76,9 @@ class Agent:
     # ------------------------------------------------------------ control
 
     def read_control(self) -> None:
-        try:
-            stat = self.control.stat()
-        except FileNotFoundError:
+        settings = self.control.changed()
+        if settings is None:
             return
-        stamp = (stat.st_mtime, stat.st_size)
-        if stamp == self.control_stamp:
-            return
-        self.control_stamp = stamp
-        try:
-            settings = json.loads(self.control.read_text() or "{}")
-        except json.JSONDecodeError:
-            return  # half written: read again next time
         if settings.get("state") == "working" and self.settings.get("state") != "working":
             self.working_since = time.monotonic()
         self.settings = settings

@@ -35,6 +35,8 @@ import termios
 import tty
 from pathlib import Path
 
+from agent_control import ControlFile  # a sibling: run as scripts from this folder
+
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 CAPTURES = {"idle": "claude--fresh-idle.txt", "blocked": "claude--permission-bash.txt"}
@@ -53,12 +55,11 @@ def composer_row(text: str) -> int | None:
 class LookAlike:
     def __init__(self, args: argparse.Namespace) -> None:
         self.captures = Path(args.captures)
-        self.control = Path(args.control)
+        self.control = ControlFile(Path(args.control))
         self.log = Path(args.log)
         self.submissions = Path(args.submissions)
         self.bracketed = not args.no_bracketed_paste
         self.state = "idle"
-        self.stamp: tuple[float, int] | None = None
         self.composer = ""
         self.pending = b""
         self.in_paste = False
@@ -83,18 +84,9 @@ class LookAlike:
             self.write(f"\x1b[{row + 1};1H\x1b[2K❯ {self.composer}")
 
     def read_control(self) -> None:
-        try:
-            stat = self.control.stat()
-        except FileNotFoundError:
+        settings = self.control.changed()
+        if settings is None:
             return
-        stamp = (stat.st_mtime, stat.st_size)
-        if stamp == self.stamp:
-            return
-        self.stamp = stamp
-        try:
-            settings = json.loads(self.control.read_text() or "{}")
-        except json.JSONDecodeError:
-            return  # half written: read again next time
         state = str(settings.get("state", "idle"))
         if state != self.state:
             self.state = state
