@@ -32,7 +32,16 @@ from mirror_host.wire import (
     encode_packet,
 )
 
-__all__ = ["DEVICE", "HOST", "Owner", "Peer", "connect", "hub_with", "subscribe"]
+__all__ = [
+    "DEVICE",
+    "HOST",
+    "Owner",
+    "Peer",
+    "connect",
+    "hub_with",
+    "subscribe",
+    "subscribed_peer",
+]
 
 HOST = UUID("00000000-0000-0000-0000-0000000000AA")
 DEVICE = UUID("00000000-0000-0000-0000-0000000000D1")
@@ -163,3 +172,15 @@ async def subscribe(
     subscribed = await peer.next(c.Subscribed)
     assert subscribed.pane_id == pane
     return subscribed.subscription_id  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def subscribed_peer(
+    source: PaneSource, pane: UUID, **opt_ins: bool
+) -> AsyncIterator[tuple[Owner, Peer, UUID]]:
+    """A hub over ``source`` and a peer holding ``pane``, its first frame acknowledged."""
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane, **opt_ins)
+        await peer.frame_with(sub, "")
+        yield owner, peer, sub

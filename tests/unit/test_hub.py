@@ -20,7 +20,7 @@ from mirror_host.host.hub import FIRST_CAPTURE_SECONDS, HISTORY_SECONDS, SCROLL_
 from mirror_host.session.connection import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
-from tests.unit.connection_harness import connect, hub_with, subscribe
+from tests.unit.connection_harness import connect, hub_with, subscribe, subscribed_peer
 
 
 async def test_a_10_s_history_read_leaves_pings_acks_and_typed_input_flowing(
@@ -53,10 +53,7 @@ async def test_a_history_read_past_its_deadline_is_history_unavailable_not_a_clo
     source = MemorySource()
     pane = source.add_pane()
     source.delays["history"] = HISTORY_SECONDS + 30
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        await peer.frame_with(sub, "")
+    async with subscribed_peer(source, pane) as (owner, peer, sub):
         await peer.send(c.History(subscription_id=sub))
         failure = await peer.next(c.Failure, within=HISTORY_SECONDS + 1)
         assert failure == c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)
@@ -186,10 +183,7 @@ async def test_a_scroll_past_its_deadline_is_scroll_unavailable_and_remembered(
     source = MemorySource()
     pane = source.add_pane()
     source.delays["scroll"] = SCROLL_SECONDS + 10
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        await peer.frame_with(sub, "")
+    async with subscribed_peer(source, pane) as (owner, peer, sub):
         request = uuid.uuid4()
         scroll = c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
         await peer.send(scroll)
@@ -206,10 +200,7 @@ async def test_input_reaches_a_slow_pane_in_the_order_it_was_typed(
     source = MemorySource()
     pane = source.add_pane()
     source.delays["write"] = 0.5
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        await peer.frame_with(sub, "")
+    async with subscribed_peer(source, pane) as (_owner, peer, sub):
         for key in (b"a", b"b", b"c", b"d"):
             await peer.send(c.Input(data=key, subscription_id=sub))
         await peer.send(c.Ping())
@@ -223,10 +214,7 @@ async def test_a_failing_source_write_is_logged_and_the_connection_stays(
 ) -> None:
     source = MemorySource()
     pane = source.add_pane()
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        await peer.frame_with(sub, "")
+    async with subscribed_peer(source, pane) as (owner, peer, sub):
         source.failures["write"] = PaneSourceError("the pane refused")
         await peer.send(c.Input(data=b"lost", subscription_id=sub))
         await peer.send(c.Ping())
@@ -243,10 +231,7 @@ async def test_a_pane_that_goes_away_while_a_scroll_is_applied_ends_the_lease(
     source = MemorySource()
     pane = source.add_pane()
     source.delays["scroll"] = 1.0
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        await peer.frame_with(sub, "")
+    async with subscribed_peer(source, pane) as (_owner, peer, sub):
         await peer.send(
             c.Scroll(request_id=uuid.uuid4(), direction=c.ScrollDirection.UP, subscription_id=sub)
         )
