@@ -610,8 +610,7 @@ class TmuxSource:
         self.input_activity.note(pane_id, time.monotonic())
         target = pane.row.pane_id
         if pane.viewport is not None:
-            await self.run_tmux("send-keys", "-X", "-t", target, "cancel")
-            await self._update_scroll(pane)
+            await self.leave_copy_mode(pane_id)
         for start in range(0, len(data), _SEND_CHUNK):
             chunk = data[start : start + _SEND_CHUNK]
             await self.run_tmux("send-keys", "-H", "-t", target, *(f"{b:02x}" for b in chunk))
