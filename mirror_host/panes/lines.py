@@ -26,27 +26,27 @@ class LineSplitter:
     def __init__(self, max_line: int) -> None:
         self.max_line = max_line
         self._buffer = bytearray()
-        #: Where the search for the next newline resumes (no rescans of a long line).
-        self._scanned = 0
 
     def feed(self, data: bytes | bytearray) -> list[bytes]:
         """Add ``data``; return the lines it completed, oldest first.
+
+        Only ``data`` is searched for a newline: a long unfinished line is not
+        scanned again on every read. When there is one, the buffer is split in
+        one go (the usual case for control mode: many short lines per read).
 
         Raises:
             LineTooLong: the unfinished line is longer than ``max_line``.
         """
         buffer = self._buffer
+        if b"\n" not in data:
+            buffer += data
+            if len(buffer) > self.max_line:
+                raise LineTooLong(f"a line longer than {self.max_line} bytes")
+            return []
         buffer += data
-        lines: list[bytes] = []
-        start = 0
-        search = self._scanned
-        while (end := buffer.find(b"\n", search)) >= 0:
-            lines.append(bytes(buffer[start:end]))
-            start = search = end + 1
-        if start:
-            del buffer[:start]
-        self._scanned = len(buffer)
-        if len(buffer) > self.max_line:
+        *lines, rest = bytes(buffer).split(b"\n")
+        self._buffer = bytearray(rest)
+        if len(rest) > self.max_line:
             raise LineTooLong(f"a line longer than {self.max_line} bytes")
         return lines
 
@@ -56,7 +56,6 @@ class LineSplitter:
             return None
         line = bytes(self._buffer)
         self._buffer.clear()
-        self._scanned = 0
         return line
 
     @property

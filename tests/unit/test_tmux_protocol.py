@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
@@ -220,3 +222,15 @@ def test_a_reply_nobody_waits_for_is_dropped() -> None:
 def test_expect_needs_at_least_one_block() -> None:
     with pytest.raises(ValueError):
         ControlParser().expect(0)
+
+
+def _tmux_escape(data: bytes) -> bytes:
+    """What tmux's control.c writes for ``data``: bytes below 32 and ``\\`` as ``\\ooo``."""
+    return b"".join(
+        b"\\%03o" % byte if byte < 32 or byte == 0x5C else bytes((byte,)) for byte in data
+    )
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_tmux_escapes_come_back_unchanged(data: bytes) -> None:
+    assert unescape_output(_tmux_escape(data)) == data
