@@ -74,6 +74,8 @@ HANDSHAKE_SECONDS = 5.0
 NONCE_BYTES = 32
 #: lastSeen is written at most this often (a login must not wait for fsync).
 LAST_SEEN_FLUSH_SECONDS = 1.0
+#: How long stopping may take (ending connections, saving the last lastSeen).
+STOP_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +159,14 @@ class Host:
                 nursery.start_soon(self._flush_last_seen)
                 task_status.started(self.bound)
         finally:
-            # serve_listeners closes them too; this covers a failure before it ran.
-            for listener in listeners:
-                await trio.aclose_forcefully(listener)
-            with trio.CancelScope(shield=True), trio.move_on_after(2):
+            # Ctrl-C and SIGTERM arrive here as a cancellation, so every checkpoint
+            # below would raise Cancelled at once: the whole cleanup runs shielded,
+            # under a deadline of its own, or the last lastSeen and "stopped" are lost.
+            with trio.CancelScope(shield=True) as cleanup:
+                cleanup.deadline = trio.current_time() + STOP_SECONDS
+                # serve_listeners closes them too; this covers a failure before it ran.
+                for listener in listeners:
+                    await trio.aclose_forcefully(listener)
                 await self._stop()
 
     async def shutdown(self, *, grace_seconds: float = 2.0) -> None:

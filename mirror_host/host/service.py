@@ -86,7 +86,9 @@ async def run_host(
             task_status.started(host)
     finally:
         # Closed here too: when the TCP port cannot be bound, serve_admin never ran.
-        await trio.aclose_forcefully(admin_listener)
+        # Shielded: a cancelled caller would otherwise skip removing the files.
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(admin_listener)
         for path in (status_path, admin_path):
             try:
                 path.unlink()

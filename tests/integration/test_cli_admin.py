@@ -273,6 +273,27 @@ async def test_sigterm_tells_subscribers_the_host_stopped(
     assert await trio.to_thread.run_sync(lambda: process.wait(timeout=20)) == 0
 
 
+@pytest.mark.slow
+async def test_sigterm_right_after_a_login_keeps_its_last_seen_and_logs_the_stop(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, process = served
+    ticket = json.loads(
+        (await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json"))).stdout
+    )
+    credential = await pair_device("127.0.0.1", port, ticket["code"], "Last Second")
+    before = time.time()
+    async with login("127.0.0.1", port, credential):
+        # Within the second lastSeen waits before it is written: only the stop saves it.
+        process.send_signal(signal.SIGTERM)
+        _, log = await trio.to_thread.run_sync(lambda: process.communicate(timeout=20))
+    assert process.returncode == 0
+    assert any(line.endswith("mirror_host.host.server: stopped") for line in log.splitlines()), log
+    stored = json.loads((state_dir / "devices.json").read_text())["devices"]
+    assert [d["id"] for d in stored] == [credential.identity]
+    assert stored[0]["lastSeen"] is not None and stored[0]["lastSeen"] >= before - 1
+
+
 def test_flags_of_another_source_are_named_as_ignored(caplog: pytest.LogCaptureFixture) -> None:
     args = build_parser().parse_args(
         ["serve", "--source", "tmux", "--local-command", "cat", "--tmux-socket", "x"]
