@@ -83,6 +83,16 @@ def default_shell_command() -> list[str]:
     return ["/bin/sh", "-l"]
 
 
+def _start_directory() -> str:
+    """Where panes start: the current directory, or home when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        home = os.path.expanduser("~")
+        logger.warning("the current directory no longer exists; local panes start in %s", home)
+        return home
+
+
 def _account_shell() -> str:
     try:
         return pwd.getpwuid(os.getuid()).pw_shell
@@ -155,7 +165,7 @@ class LocalSource:
         self._respawning = False
         self._columns = columns
         self._rows = rows
-        self._cwd = cwd or os.getcwd()
+        self._cwd = cwd or _start_directory()
         self._env = env
         self._panes: dict[UUID, LocalPane] = {}
         self._nursery: trio.Nursery | None = None
@@ -264,6 +274,9 @@ class LocalSource:
         except OSError as exc:
             os.close(master_fd)
             os.close(slave_fd)
+            where = cwd or self._cwd
+            if not os.path.isdir(where):
+                raise PaneSourceError(f"cannot start {command!r}: no directory {where}") from exc
             raise PaneSourceError(f"cannot start {command!r}: {exc.strerror}") from exc
         os.close(slave_fd)
         pane_id = uuid.uuid4()

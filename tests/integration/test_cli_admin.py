@@ -582,3 +582,34 @@ def test_bare_mirror_host_prints_the_help_and_every_command_has_examples() -> No
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert shown.returncode == 0 and "\nexamples:\n  mirror-host " in shown.stdout, command
+
+
+async def test_a_source_that_cannot_start_stops_serve_with_its_own_error(state_dir: Path) -> None:
+    from mirror_host.cli_serve import _main
+    from mirror_host.errors import PaneSourceError
+    from mirror_host.panes.local import LocalSource
+    from tests.integration.conftest import host_config
+
+    source = LocalSource(["cat"], cwd=str(state_dir / "no-such-dir"))
+    with pytest.raises(PaneSourceError, match="cannot start 'cat'"):
+        # Raised bare through the host's nurseries, so serve() prints it in one line.
+        await _main(host_config(state_dir), source, None, False, lambda ticket: None)
+
+
+def test_a_removed_working_directory_is_no_traceback(state_dir: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        f"cd {gone} && rmdir {gone} && exec {sys.executable} -m mirror_host serve "
+        f"--listen 127.0.0.1:0 --local-command cat --state-dir {state_dir}"
+    )
+    process = subprocess.Popen(
+        ["sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until_serving(state_dir, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    assert "the current directory no longer exists; local panes start in" in err
+    assert "Traceback" not in err
