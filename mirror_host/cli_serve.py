@@ -98,7 +98,10 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         # Asked for with --pair: the code goes to standard output for the person
         # at the terminal, never through the log.
         show_ticket(ticket_reply(ticket), out)
-        out.write("The code works once, for 60 seconds. `mirror-host pair` makes a new one.\n\n")
+        out.write(
+            "The code works once, for 60 seconds. `mirror-host pair` makes a new one. "
+            "Ctrl-C stops the host.\n\n"
+        )
         out.flush()
 
     try:

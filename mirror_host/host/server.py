@@ -160,7 +160,14 @@ class Host:
         try:
             sockname = listeners[0].socket.getsockname()
             self.bound = Endpoint(str(sockname[0]), int(sockname[1]))
-            logger.info("listening on %s (host %s)", self.bound, self.registry.host_id)
+            everywhere = ""
+            if self.bound.host in ("0.0.0.0", "::"):
+                everywhere = (
+                    f", every network interface (the firewall must let TCP {self.bound.port} in)"
+                )
+            logger.info(
+                "listening on %s%s (host %s)", self.bound, everywhere, self.registry.host_id
+            )
             warning = unreachable_advertisement(self.listen.host, self.advertise_address)
             if warning is not None:
                 logger.warning("%s", warning)
