@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +25,20 @@ from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
 from mirror_host.panes.source import PaneSource
+
+
+@pytest.fixture
+def host_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` with mirror-host's INFO records, also after a test that configured
+    logging the way `serve` does (which stops them propagating to pytest)."""
+    logger = logging.getLogger("mirror_host")
+    propagate = logger.propagate
+    caplog.set_level(logging.INFO, logger="mirror_host")
+    logger.propagate = True
+    try:
+        yield caplog
+    finally:
+        logger.propagate = propagate
 
 
 @pytest.fixture

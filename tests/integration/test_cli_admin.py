@@ -613,3 +613,16 @@ def test_a_removed_working_directory_is_no_traceback(state_dir: Path, tmp_path: 
         _, err = process.communicate(timeout=20)
     assert "the current directory no longer exists; local panes start in" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [("", "--code is empty"), ("ABCD-23", "--code 'ABCD-23' is not a pairing code")],
+)
+def test_attach_with_an_empty_or_malformed_code_is_a_usage_error(code: str, said: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "attach", "127.0.0.1:1", "--code", code],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith(f"mirror-host attach: error: {said}")

@@ -364,7 +364,7 @@ async def test_pane_whose_process_exits(state_dir: Path) -> None:
 
 
 async def test_when_the_last_pane_exits_the_host_says_what_to_do(
-    state_dir: Path, caplog: pytest.LogCaptureFixture
+    state_dir: Path, host_log: pytest.LogCaptureFixture
 ) -> None:
     source = LocalSource(["read line; exit 0"], columns=80, rows=24)
     async with running_host(state_dir, source) as host:
@@ -380,7 +380,7 @@ async def test_when_the_last_pane_exits_the_host_says_what_to_do(
         status = await host.status()
         assert status["panes"]["listed"] == 0
         assert status["panes"]["health"]["detail"] == EMPTY_HINT
-    assert EMPTY_HINT in caplog.messages and "--local-respawn" in EMPTY_HINT
+    assert EMPTY_HINT in host_log.messages and "--local-respawn" in EMPTY_HINT
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import ssl
 import uuid
 from functools import partial
@@ -382,13 +381,14 @@ async def test_a_cancelled_client_handshake_closes_its_socket() -> None:
 
 
 async def test_failed_handshakes_are_logged_in_words(
-    state_dir: Path, caplog: pytest.LogCaptureFixture
+    state_dir: Path, host_log: pytest.LogCaptureFixture
 ) -> None:
+    caplog = host_log
+
     async def fail(port: int, identity: str, key: bytes) -> None:
         with pytest.raises(ClientClosed):
             await _handshake_only(port, identity, key)
 
-    caplog.set_level(logging.INFO, logger="mirror_host")
     async with running_host(state_dir) as host:
         port = port_of(host)
         credential = await paired(host)
