@@ -23,7 +23,7 @@ from mirror_host.config import Config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import StoreError
 from mirror_host.host.admin import device_entry
-from mirror_host.host.admin_client import NoHostRunning, admin_request
+from mirror_host.host.admin_client import ADMIN_SOCKET, NoHostRunning, admin_request
 from mirror_host.host.store import DeviceStore
 from mirror_host.qr_display import render_terminal, write_png
 
@@ -81,6 +81,13 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         if problem is not None:
             print(f"mirror-host pair: cannot write {args.qr_png}: {problem}", file=sys.stderr)
             return 1
+    if args.wait_for_host and sys.stderr.isatty() and not (state_dir / ADMIN_SOCKET).exists():
+        print(
+            f"mirror-host pair: waiting up to {args.wait_for_host:g} s for a host to start "
+            f"in {state_dir} …",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         reply = admin_request(state_dir, {"op": "pair"}, wait_for_host=args.wait_for_host)
     except NoHostRunning as exc:

@@ -157,6 +157,7 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
             assert "mirror-host: another device took over the pane" in shown
 
 
+@pytest.mark.slow
 async def test_the_chooser_shows_ids_and_the_detach_key_quits_it(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -239,6 +239,7 @@ def test_configuration_errors_name_the_key(state_dir: Path, tmp_path: Path) -> N
     assert result.returncode == 2 and "MIRROR_HOST_NOPE" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_configuration_typo_does_not_block_the_admin_commands(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -434,6 +435,7 @@ def test_pair_right_after_serve_waits_for_the_host_to_start(state_dir: Path) -> 
     assert "after waiting 0.3 s" in nobody.stderr
 
 
+@pytest.mark.slow
 async def test_devices_json_has_one_shape_with_or_without_a_host(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -448,6 +450,7 @@ async def test_devices_json_has_one_shape_with_or_without_a_host(
     assert [d["id"] for d in online] == [d["id"] for d in offline] == [credential.identity]
 
 
+@pytest.mark.slow
 def test_a_store_others_can_read_is_made_private(state_dir: Path) -> None:
     assert cli(state_dir, "revoke", "--all").returncode == 0  # no store yet: nothing to do
     DeviceStore(state_dir).load_or_create()
@@ -460,6 +463,7 @@ def test_a_store_others_can_read_is_made_private(state_dir: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 async def test_revoke_takes_a_unique_prefix_online_and_offline(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -490,6 +494,7 @@ def test_match_device_id_wants_one_match() -> None:
     assert match_device_id("ABCD", known)[0] is None
 
 
+@pytest.mark.slow
 def test_a_qr_png_without_a_qr_code_says_so(state_dir: Path) -> None:
     process = subprocess.Popen(
         [
@@ -510,6 +515,7 @@ def test_a_qr_png_without_a_qr_code_says_so(state_dir: Path) -> None:
         stop(process)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 async def test_status_says_what_runs_where_and_lists_pane_ids(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -531,6 +537,7 @@ async def test_status_says_what_runs_where_and_lists_pane_ids(
     assert f"\n  {pane['id']}  cat  ({pane['directory']})\n" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", ["too long", "a directory"])
 def test_an_unusable_admin_socket_path_is_one_line(state_dir: Path, problem: str) -> None:
     target = state_dir
@@ -545,6 +552,7 @@ def test_an_unusable_admin_socket_path_is_one_line(state_dir: Path, problem: str
     assert "choose a shorter --state-dir" in result.stderr or "another --state-dir" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_shell_that_is_not_there_is_warned_about_not_fatal(state_dir: Path) -> None:
     process = subprocess.Popen(
         [
@@ -567,6 +575,7 @@ def test_a_shell_that_is_not_there_is_warned_about_not_fatal(state_dir: Path) ->
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_bare_mirror_host_prints_the_help_and_every_command_has_examples() -> None:
     bare = subprocess.run(
         [sys.executable, "-m", "mirror_host"], capture_output=True, text=True, timeout=30
@@ -596,6 +605,7 @@ async def test_a_source_that_cannot_start_stops_serve_with_its_own_error(state_d
         await _main(host_config(state_dir), source, None, False, lambda ticket: None)
 
 
+@pytest.mark.slow
 def test_a_removed_working_directory_is_no_traceback(state_dir: Path, tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -615,6 +625,7 @@ def test_a_removed_working_directory_is_no_traceback(state_dir: Path, tmp_path: 
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "said"),
     [("", "--code is empty"), ("ABCD-23", "--code 'ABCD-23' is not a pairing code")],

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def run(hex_text: str, *args: str) -> tuple[int, list[dict[str, object]]]:
     result = subprocess.run(
@@ -76,6 +78,7 @@ def test_help_explains_the_input_kinds() -> None:
     assert "--payload" in result.stdout and "pairing-code" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_text_kinds_take_text_and_still_their_hex() -> None:
     pane = '{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"sh","directory":"/","busy":false}'
     for given in (pane, pane.encode().hex()):
@@ -89,6 +92,7 @@ def test_the_text_kinds_take_text_and_still_their_hex() -> None:
     assert code == 1 and "8 symbols" in str(lines[0]["error"])
 
 
+@pytest.mark.slow
 def test_help_says_how_to_capture_packets() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mirror_host", "wire", "decode", "--help"],

@@ -647,6 +647,7 @@ async def _cli_err(*args: str) -> tuple[int, str, str]:
     return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
+@pytest.mark.slow
 async def test_an_unreachable_host_is_said_once() -> None:
     with trio.socket.socket() as probe:  # a loopback port nothing listens on
         await probe.bind(("127.0.0.1", 0))
@@ -663,6 +664,7 @@ async def test_an_unreachable_host_is_said_once() -> None:
     assert document["checks"][0]["detail"].startswith(f"cannot reach 127.0.0.1:{port}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "said"),
     [
