@@ -38,6 +38,7 @@ from mirror_host.client.address import HostAddress
 from mirror_host.client.chooser import (
     DETACH_KEY,
     LOCKED_OUT,
+    NOT_PROWL,
     backoff,
     describe_end,
     find_pane,
@@ -168,6 +169,8 @@ async def obtain_credential(
     except HandshakeFailed as exc:
         if exc.before_tls:
             raise AttachError(f"{address} {LOCKED_OUT}") from exc
+        if exc.not_prowl:
+            raise AttachError(f"{address} {NOT_PROWL}") from exc
         raise AttachError(
             f"pairing with {address} failed: the code is wrong or has expired "
             "(open a new pairing window on the host and try again)"
@@ -199,6 +202,8 @@ def _login_error(address: HostAddress, exc: Exception) -> AttachError:
     if isinstance(exc, HandshakeFailed):
         if exc.before_tls:
             return AttachError(f"{address} {LOCKED_OUT}")
+        if exc.not_prowl:
+            return AttachError(f"{address} {NOT_PROWL}")
         if exc.unknown_identity:
             return AttachError(
                 f"{address} does not know this device (it was revoked or unpaired): "

@@ -11,6 +11,7 @@ __all__ = [
     "BACKOFF_SECONDS",
     "DETACH_KEY",
     "LOCKED_OUT",
+    "NOT_PROWL",
     "backoff",
     "describe_end",
     "find_pane",
@@ -29,6 +30,12 @@ DETACH_KEY = b"\x1d"
 LOCKED_OUT = (
     "closed the connection before TLS began: it refuses an address for up to 60 s after "
     "12 failed handshakes or logins within a minute; wait a minute, then try again"
+)
+
+#: What a TLS failure that is no PSK failure means (after "ADDRESS "): the wrong port.
+NOT_PROWL = (
+    "does not speak Prowl's TLS (TLS 1.2 with a pre-shared key): is a Prowl mirror "
+    "host listening on that port? (mirror-host's default is 7880)"
 )
 
 #: Waits between reconnection attempts; the last one repeats.

@@ -73,6 +73,16 @@ class HandshakeFailed(ClientClosed):
         self.before_tls = before_tls
 
     @property
+    def not_prowl(self) -> bool:
+        """The other end does not speak Prowl's TLS at all (no PSK suite in common, or
+        not TLS 1.2, or not TLS): most likely no mirror host listens on that port."""
+        reason = self.reason.upper().replace(" ", "_")
+        return any(
+            name in reason
+            for name in ("HANDSHAKE_FAILURE", "WRONG_VERSION_NUMBER", "PROTOCOL_VERSION")
+        )
+
+    @property
     def unknown_identity(self) -> bool:
         """The host said it does not know our PSK identity (revoked or never paired)."""
         return "UNKNOWN_PSK_IDENTITY" in self.reason.upper().replace(" ", "_")

@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ import trio
 
 from mirror_host.auth.login import check_device_login, check_pairing
 from mirror_host.client.address import HostAddress
-from mirror_host.client.chooser import LOCKED_OUT
+from mirror_host.client.attach import AttachError, AttachOptions, obtain_credential
+from mirror_host.client.chooser import LOCKED_OUT, NOT_PROWL
 from mirror_host.client.conformance import checks_features as features
 from mirror_host.client.conformance.probe import SuiteAborted
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
+from mirror_host.client.credentials import CredentialStore
 from mirror_host.commands.service import CommandService
 from mirror_host.control import (
     Input,
@@ -695,6 +698,29 @@ async def test_a_locked_out_address_aborts_the_suite_in_one_line(state_dir: Path
             )
     assert str(aborted.value) == f"127.0.0.1:{port_of(host)} {LOCKED_OUT}"
     assert seen == []
+
+
+async def test_a_port_that_is_no_mirror_host_is_said_once(tmp_path: Path) -> None:
+    async def http(stream: trio.SocketStream) -> None:
+        await stream.receive_some(4096)
+        await stream.send_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, http, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        target = HostAddress("127.0.0.1", port)
+        with pytest.raises(SuiteAborted) as aborted:
+            await run_suite(target, SuiteOptions(code="ABCD-2345", wait=WAIT))
+        assert str(aborted.value).startswith(f"127.0.0.1:{port} {NOT_PROWL}")
+        with pytest.raises(AttachError) as refused:
+            await obtain_credential(
+                AttachOptions(address=target, code="ABCD-2345"),
+                CredentialStore(tmp_path / "c.json"),
+                print,
+            )
+        assert str(refused.value) == f"127.0.0.1:{port} {NOT_PROWL}"
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_pairing_the_host_cannot_save_is_named(state_dir: Path) -> None:

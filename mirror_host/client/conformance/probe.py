@@ -25,7 +25,7 @@ import trio
 
 from mirror_host.auth.proofs import device_proof
 from mirror_host.client.address import HostAddress
-from mirror_host.client.chooser import LOCKED_OUT
+from mirror_host.client.chooser import LOCKED_OUT, NOT_PROWL
 from mirror_host.client.client import (
     ClientClosed,
     Credential,
@@ -524,6 +524,8 @@ async def _first_contact(ctx: Context) -> AsyncIterator[None]:
     except HandshakeFailed as exc:
         if exc.before_tls and not ctx.reached:
             raise SuiteAborted(f"{ctx.target} {LOCKED_OUT}") from exc
+        if exc.not_prowl and not ctx.reached:
+            raise SuiteAborted(f"{ctx.target} {NOT_PROWL} ({exc.reason})") from exc
         ctx.reached = True
         raise
     except ssl.SSLError:  # an OSError, but this machine's TLS library, not the network
