@@ -24,6 +24,7 @@ from mirror_host.config import (
     LOG_LEVELS,
     SOURCE_KINDS,
     Config,
+    OnProblem,
     parse_endpoint,
     parse_size,
     render_toml,
@@ -31,7 +32,7 @@ from mirror_host.config import (
 from mirror_host.config_file import load_config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import ConfigError
-from mirror_host.inspect import INPUT_KINDS, InvalidHex, decode_hex, describe
+from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
 from mirror_host.logs import configure_logging
 
 __all__ = ["build_parser", "main"]
@@ -56,6 +57,56 @@ Documentation: docs/operations.md (running), docs/protocol.md (the wire format).
 """
 
 
+_SERVE_EXAMPLES = """\
+The default --listen, 0.0.0.0:7880, accepts phones on every network interface of
+this machine (allow TCP port 7880 through its firewall; docs/operations.md, "My
+phone cannot connect"). Stop it with Ctrl-C.
+
+examples:
+  mirror-host serve --pair                              mirror your login shell; show a QR code
+  mirror-host serve --source tmux                       every pane of your tmux server
+  mirror-host serve --source herdr --herdr-session work the panes of a Herdr session
+  mirror-host serve --local-command htop --local-command 'bash -l'   two panes of your own
+  mirror-host serve --listen 192.168.1.20:7880          one interface only
+  mirror-host serve --listen 127.0.0.1:7880             this machine only (for attach)
+"""
+
+_PAIR_EXAMPLES = """\
+examples:
+  mirror-host pair                       show a QR code and code; wait for a device
+  mirror-host pair --qr-png qr.png       the same, and save the QR code as a PNG
+  mirror-host pair --json                {"code", "expiresAt", "payload"} for a script
+  mirror-host pair --close               close the open window
+"""
+
+_DEVICES_EXAMPLES = """\
+examples:
+  mirror-host devices
+  mirror-host devices --json
+  mirror-host devices --state-dir /srv/mirror-host/state   the devices of another host
+"""
+
+_REVOKE_EXAMPLES = """\
+examples:
+  mirror-host revoke 3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10   one device
+  mirror-host revoke 3F2A                                     the same, by a unique prefix
+  mirror-host revoke --all                                    every device
+"""
+
+_STATUS_EXAMPLES = """\
+examples:
+  mirror-host status
+  mirror-host status --json
+"""
+
+_CHECK_CONFIG_EXAMPLES = """\
+examples:
+  mirror-host check-config                          the effective settings, as TOML
+  mirror-host check-config > ~/.config/mirror-host/config.toml   start a config file
+  MIRROR_HOST_SERVER_LISTEN=127.0.0.1:7880 mirror-host check-config --json
+"""
+
+
 def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     wire = commands.add_parser(
         "wire",
@@ -67,22 +118,38 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "decode",
         help="decode hex packets from stdin into JSON lines",
         description=(
-            "Read hex from stdin (whitespace ignored; every --as kind is given in hex) and "
-            "print one JSON line per packet: "
-            '{"kind":0,"message":{...}} for control messages, and the header fields plus '
-            '"bytes" (base64) or "text" for VT and text frames. The first invalid packet '
-            'prints {"error":"<reason>"} and the command exits 1.'
+            "Read packets as hex from stdin (whitespace ignored) and print one JSON line per "
+            'packet: {"kind":0,"message":{...}} for control messages, and the header fields '
+            'plus "bytes" (base64) or "text" for VT and text frames. The first invalid '
+            'packet prints {"error":"<reason>"} and the command exits 1.'
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "input kinds (--as):\n"
-            "  packets          complete packets, 4-byte length prefix included (default)\n"
-            "  payload          one payload without the prefix (same as --payload)\n"
-            "  header           a 4-byte length prefix alone: is the length legal?\n"
-            "  pane             a JSON panes[] entry\n"
-            "  command-request  a JSON commandRequest object\n"
-            "  pairing-code     a typed pairing code (its UTF-8 bytes, in hex)\n"
-            "  qr               a QR / pasted pairing payload, judged at --now\n"
+            "  packets          complete packets in hex, 4-byte length prefix included "
+            "(default)\n"
+            "  payload          one payload in hex, without the prefix (same as --payload)\n"
+            "  header           a 4-byte length prefix alone, in hex: is the length legal?\n"
+            "  pane             a JSON panes[] entry, as text\n"
+            "  command-request  a JSON commandRequest object, as text\n"
+            "  pairing-code     a typed pairing code, as text\n"
+            "  qr               a QR / pasted pairing payload (JSON text), judged at --now\n"
+            "(the text kinds also take the hex of their text, as protocol vectors state "
+            "them)\n"
+            "\n"
+            "capturing packets: TLS hides them from tcpdump. Run the host with "
+            "--log-packets:\n"
+            "each packet of a logged-in connection is then logged as one line ending in "
+            "its hex\n"
+            "(the log then holds every screen and key: docs/security.md).\n"
+            "\n"
+            "examples:\n"
+            "  mirror-host serve --log-packets 2> host.log\n"
+            "  grep -o ' out [0-9a-f]*$' host.log | cut -c6- | mirror-host wire decode\n"
+            "  echo 0000000c007b226c697374223a7b7d7d | mirror-host wire decode\n"
+            "  echo 'ABCD-2345' | mirror-host wire decode --as pairing-code\n"
+            '  echo \'{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"sh",'
+            '"directory":"/","busy":false}\' | mirror-host wire decode --as pane\n'
         ),
     )
     decode.add_argument(
@@ -134,6 +201,16 @@ def _endpoint_arg(text: str) -> str:
     return text
 
 
+def _wait_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from exc
+    if not 0 <= value <= 600:
+        raise argparse.ArgumentTypeError("expected 0 … 600 seconds")
+    return value
+
+
 def _size_arg(text: str) -> str:
     try:
         parse_size(text)
@@ -151,6 +228,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (subscribers are told the "
             "host stopped)."
         ),
+        epilog=_SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
         "--source",
@@ -180,6 +259,13 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a command to run in its own pane (repeatable; default: your login shell)",
     )
     local.add_argument(
+        "--local-respawn",
+        action="store_const",
+        const=True,
+        help="start the commands again when the last pane exits (default: the host stays "
+        "up with no panes, and says so)",
+    )
+    local.add_argument(
         "--local-size",
         type=_size_arg,
         metavar="COLSxROWS",
@@ -203,6 +289,13 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the herdr program used for `terminal session observe` (default: herdr on PATH; "
         "without it panes are polled every 200 ms)",
     )
+    serve.add_argument(
+        "--log-packets",
+        action="store_const",
+        const=True,
+        help="log each packet of a logged-in connection as hex, for `wire decode`; the log "
+        "then holds every screen and every key typed (docs/security.md): debugging only",
+    )
     tmux = serve.add_argument_group("--source tmux").add_mutually_exclusive_group()
     tmux.add_argument(
         "--tmux-socket",
@@ -223,8 +316,10 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Open a 60-second, single-use pairing window on the running host and show its QR "
             "code and code. Scan it with Prowl's Add a Device. Waits until a device pairs or "
-            "the code expires."
+            "the code expires; Ctrl-C closes the window. A newer window replaces the code."
         ),
+        epilog=_PAIR_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     pair.add_argument(
         "--json",
@@ -232,14 +327,42 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help='print {"code", "expiresAt", "payload"} (and "payloadError") and exit',
     )
     pair.add_argument("--qr-png", type=Path, metavar="PATH", help="also write the QR code as a PNG")
-    pair.add_argument("--no-wait", action="store_true", help="do not wait for the pairing")
+    pair.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="show the code and exit (the window stays open for its 60 s)",
+    )
+    pair.add_argument(
+        "--close",
+        action="store_true",
+        help="close the open pairing window instead (its code stops working)",
+    )
+    pair.add_argument(
+        "--wait-for-host",
+        type=_wait_arg,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait for a host that is still starting (default 5)",
+    )
     _common(pair)
     pair.set_defaults(parser=pair, handler=_run_admin, action=run_pair)
 
     devices = commands.add_parser(
-        "devices", help="list paired devices", description="List the paired devices."
+        "devices",
+        help="list paired devices",
+        description=(
+            "List the paired devices: id, name, when paired, last seen or connected. "
+            "Without a running host it reads the device store and says so."
+        ),
+        epilog=_DEVICES_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    devices.add_argument("--json", action="store_true", help="print a JSON array")
+    devices.add_argument(
+        "--json",
+        action="store_true",
+        help='print a JSON array of {"id", "name", "pairedAt", "lastSeen", "connected"}, '
+        "host running or not",
+    )
     _common(devices)
     devices.set_defaults(parser=devices, handler=_run_admin, action=run_devices)
 
@@ -248,16 +371,33 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="unpair a device (or all)",
         description=(
             "Remove a device: it is deleted from the store, its live connections are closed and "
-            "its key no longer opens TLS. Pair it again to reconnect."
+            "its key no longer opens TLS. Pair it again to reconnect. Works without a running "
+            "host too (it rewrites the device store)."
         ),
+        epilog=_REVOKE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    revoke.add_argument("device_id", nargs="?", metavar="DEVICE_ID")
+    revoke.add_argument(
+        "device_id",
+        nargs="?",
+        metavar="DEVICE_ID",
+        help="the device's id as `mirror-host devices` lists it, or a unique prefix of it "
+        "(at least 4 characters)",
+    )
     revoke.add_argument("--all", action="store_true", help="remove every paired device")
     _common(revoke)
     revoke.set_defaults(parser=revoke, handler=_run_admin, action=run_revoke)
 
     status = commands.add_parser(
-        "status", help="show the running host", description="Show what the running host is doing."
+        "status",
+        help="show the running host",
+        description=(
+            "Show what the running host is doing: version, uptime, state directory, listen "
+            "address, devices, the pairing window, the pane source's state and its panes "
+            "(with their ids, for `attach --pane`)."
+        ),
+        epilog=_STATUS_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("--json", action="store_true", help="print JSON")
     _common(status)
@@ -269,8 +409,11 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Merge the defaults, the config file and MIRROR_HOST_* variables; print the "
             "settings serve would start with (its flags then override them), as a TOML "
-            "file that --config reads back."
+            "file that --config reads back. An unknown or invalid setting is an error "
+            "naming it and where it came from (exit status 2)."
         ),
+        epilog=_CHECK_CONFIG_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     _common(check)
@@ -298,11 +441,13 @@ _FLAG_KEYS = {
     "state_dir": "state.dir",
     "log_level": "log.level",
     "log_format": "log.format",
+    "log_packets": "log.packets",
     "source": "source.kind",
     "listen": "server.listen",
     "advertise_address": "server.advertise_address",
     "local_command": "local.commands",
     "local_size": "local.size",
+    "local_respawn": "local.respawn",
     "herdr_socket": "herdr.socket",
     "herdr_session": "herdr.session",
     "herdr_bin": "herdr.bin",
@@ -311,14 +456,26 @@ _FLAG_KEYS = {
 }
 
 
-def load_settings(args: argparse.Namespace) -> Config:
+def load_settings(args: argparse.Namespace, *, on_problem: OnProblem = None) -> Config:
     """The effective settings for ``args`` (defaults < file < environment < flags).
 
     Raises:
-        ConfigError: an unknown or invalid setting.
+        ConfigError: an unknown or invalid setting (unless ``on_problem`` takes it).
     """
     flags = {key: getattr(args, attr, None) for attr, key in _FLAG_KEYS.items()}
-    return load_config(config_path=getattr(args, "config", None), flags=flags)
+    return load_config(
+        config_path=getattr(args, "config", None), flags=flags, on_problem=on_problem
+    )
+
+
+def _warn_and_go_on(problem: ConfigError) -> None:
+    # The admin commands need only the state directory: an unrelated typo must not
+    # stop `revoke` of a lost phone. `serve` and `check-config` still refuse it.
+    print(
+        f"mirror-host: warning: ignoring a configuration error ({problem}); "
+        "`serve` refuses it: fix it, `mirror-host check-config` shows it",
+        file=sys.stderr,
+    )
 
 
 def _run_serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -328,7 +485,7 @@ def _run_serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _run_admin(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    config = load_settings(args)
+    config = load_settings(args, on_problem=_warn_and_go_on)
     configure_logging(config.log.level, config.log.format)
     result: int = args.action(args, config, stdout)
     return result
@@ -346,7 +503,7 @@ def _run_check_config(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -
 def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     now = args.now if args.now is not None else time.time()
     try:
-        data = decode_hex(stdin.read())
+        data = read_input(stdin.read(), args.input_kind or "packets")
     except InvalidHex as exc:
         stdout.write(dump_json({"error": str(exc)}).decode("utf-8") + "\n")
         return 1
@@ -361,7 +518,11 @@ def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mirror-host`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if not arguments:  # a bare `mirror-host`: what it does and how to start
+        parser.print_help()
+        return 0
+    args, unknown = parser.parse_known_args(arguments)
     if unknown:
         # Said by the sub-command's own parser, so the usage shown is the right one.
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -371,4 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"mirror-host: configuration error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
     return result

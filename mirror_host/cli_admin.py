@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -22,11 +23,19 @@ from mirror_host.config import Config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import StoreError
 from mirror_host.host.admin import device_entry
-from mirror_host.host.admin_client import NoHostRunning, admin_request
+from mirror_host.host.admin_client import ADMIN_SOCKET, NoHostRunning, admin_request
 from mirror_host.host.store import DeviceStore
 from mirror_host.qr_display import render_terminal, write_png
 
-__all__ = ["run_devices", "run_pair", "run_revoke", "run_status", "show_ticket"]
+__all__ = [
+    "format_status",
+    "match_device_id",
+    "run_devices",
+    "run_pair",
+    "run_revoke",
+    "run_status",
+    "show_ticket",
+]
 
 
 def _when(timestamp: float | None) -> str:
@@ -60,16 +69,27 @@ def _qr_text(payload: dict[str, Any]) -> bytes:
 
 
 def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Open a pairing window on the running host and show it."""
+    """Open a pairing window on the running host and show it (or close it: ``--close``)."""
     state_dir = Path(config.state.dir)
+    if args.close:
+        if args.json or args.qr_png is not None or args.no_wait:
+            args.parser.error("--close takes none of --json, --qr-png, --no-wait")
+        return _close_pairing(state_dir, out)
     if args.qr_png is not None:
         # Checked before the window opens: a typo must not burn a pairing code.
         problem = _unwritable(args.qr_png)
         if problem is not None:
             print(f"mirror-host pair: cannot write {args.qr_png}: {problem}", file=sys.stderr)
             return 1
+    if args.wait_for_host and sys.stderr.isatty() and not (state_dir / ADMIN_SOCKET).exists():
+        print(
+            f"mirror-host pair: waiting up to {args.wait_for_host:g} s for a host to start "
+            f"in {state_dir} …",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
-        reply = admin_request(state_dir, {"op": "pair"})
+        reply = admin_request(state_dir, {"op": "pair"}, wait_for_host=args.wait_for_host)
     except NoHostRunning as exc:
         print(f"mirror-host pair: {exc}", file=sys.stderr)
         return 1
@@ -77,6 +97,11 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         print(f"mirror-host pair: {reply.get('error')}", file=sys.stderr)
         return 1
     png = args.qr_png if reply.get("payload") is not None else None
+    if args.qr_png is not None and png is None:
+        print(
+            f"mirror-host pair: no QR code to write to {args.qr_png}: {reply.get('payloadError')}",
+            file=sys.stderr,
+        )
     if png is not None:
         try:
             write_png(_qr_text(reply["payload"]), png)
@@ -89,10 +114,34 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             document["payloadError"] = reply["payloadError"]
         out.write(json.dumps(document) + "\n")
         return 0
-    show_ticket(reply, out, png=png)
-    if args.no_wait:
-        return 0
-    return _count_down(state_dir, int(reply["expiresAt"]), out)
+    window = int(reply["window"])
+    try:
+        show_ticket(reply, out, png=png)
+        if args.no_wait:
+            return 0
+        return _count_down(state_dir, window, int(reply["expiresAt"]), out)
+    except KeyboardInterrupt:
+        # Nobody is left to watch the code: it must not stay usable.
+        try:
+            closed = admin_request(state_dir, {"op": "closePairing", "window": window})
+        except NoHostRunning:
+            closed = {}
+        note = "closed the pairing window" if closed.get("closed") else "the window had ended"
+        out.write(f"\nInterrupted: {note}.\n")
+        return 130
+
+
+def _close_pairing(state_dir: Path, out: TextIO) -> int:
+    try:
+        reply = admin_request(state_dir, {"op": "closePairing"})
+    except NoHostRunning as exc:
+        print(f"mirror-host pair: {exc}", file=sys.stderr)
+        return 1
+    if reply.get("closed"):
+        out.write("Closed the pairing window: its code no longer works.\n")
+    else:
+        out.write("No pairing window was open.\n")
+    return 0
 
 
 def _unwritable(path: Path) -> str | None:
@@ -107,32 +156,42 @@ def _unwritable(path: Path) -> str | None:
     return None if os.access(folder, os.W_OK) else "permission denied"
 
 
-def _count_down(state_dir: Path, expires_at: int, out: TextIO) -> int:
-    before = admin_request(state_dir, {"op": "status"}).get("devices", 0)
+#: What ``pair`` says when its window ended without pairing, by how it ended.
+_WINDOW_ENDINGS = {
+    "expired": "The code expired. Run `mirror-host pair` again.",
+    "unknown": "The code expired. Run `mirror-host pair` again.",
+    "replaced": (
+        "A newer pairing window replaced this code (another `mirror-host pair` ran): "
+        "it no longer works; use the newer code."
+    ),
+    "closed": "The pairing window was closed (`pair --close` or `revoke --all`): the code "
+    "no longer works.",
+    "failed": "A device used the code but the host could not pair it: its log says why.",
+}
+
+
+def _count_down(state_dir: Path, window: int, expires_at: int, out: TextIO) -> int:
+    """Follow window ``window`` until it pairs a device or ends."""
     is_tty = out.isatty()
+    start = "\r" if is_tty else ""
     try:
         while True:
-            left = expires_at - int(time.time())
-            status = admin_request(state_dir, {"op": "status"})
-            if status.get("devices", 0) > before:
-                paired = status.get("pairing", {}).get("lastPaired") or "a device"
-                out.write(("\r" if is_tty else "") + f"Paired {paired}.            \n")
+            state = admin_request(state_dir, {"op": "pairing", "window": window})
+            outcome = state.get("state")
+            if outcome == "paired":
+                out.write(f"{start}Paired {state.get('device') or 'a device'}.            \n")
                 return 0
-            if left <= 0 or not status.get("pairing", {}).get("open"):
-                out.write(
-                    ("\r" if is_tty else "") + "The code expired. Run `mirror-host pair` again.\n"
-                )
+            if outcome in _WINDOW_ENDINGS:
+                out.write(f"{start}{_WINDOW_ENDINGS[outcome]}\n")
                 return 1
             if is_tty:
+                left = state.get("secondsLeft", max(0, expires_at - int(time.time())))
                 out.write(f"\rExpires in {left:2d} s ")
                 out.flush()
-            time.sleep(1)
+            time.sleep(0.5)
     except NoHostRunning as exc:
         out.write(f"\nThe host stopped: {exc}\n")
         return 1
-    except KeyboardInterrupt:
-        out.write("\n")
-        return 130
 
 
 def _offline_note(exc: NoHostRunning) -> str:
@@ -167,32 +226,52 @@ def run_devices(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return 0
 
 
+#: A device id as typed: the whole UUID, or at least its first 4 hex digits.
+_ID_PREFIX = re.compile(r"[0-9A-Fa-f][0-9A-Fa-f-]{3,35}")
+
+
+def match_device_id(text: str, known: list[str]) -> tuple[str | None, str]:
+    """The one id in ``known`` that ``text`` names (whole, or a prefix of at least 4
+    characters, any case), or ``None`` and why not."""
+    wanted = text.strip().upper()
+    matches = [device_id for device_id in known if device_id.upper().startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0], ""
+    if not matches:
+        return None, f"no paired device {wanted} (`mirror-host devices` lists them)"
+    return None, f"{wanted} matches {len(matches)} devices: give more of the id"
+
+
 def run_revoke(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Remove one device (or all) and cut its connections."""
     state_dir = Path(config.state.dir)
     if args.all == bool(args.device_id):
         print("mirror-host revoke: give a DEVICE_ID or --all (not both)", file=sys.stderr)
         return 2
-    target: uuid.UUID | None = None
+    if args.device_id and not _ID_PREFIX.fullmatch(args.device_id.strip()):
+        print(
+            f"mirror-host revoke: {args.device_id!r} is not a device id "
+            "(or the first 4 or more characters of one)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        reply = admin_request(state_dir, {"op": "devices"})
+    except NoHostRunning as exc:
+        print(_offline_note(exc), file=sys.stderr)
+        return _revoke_offline(state_dir, args.device_id, out)
+    request: dict[str, Any] = {"op": "revoke", "all": True}
     if args.device_id:
-        try:
-            target = uuid.UUID(args.device_id)
-        except ValueError:
-            print(f"mirror-host revoke: {args.device_id!r} is not a device id", file=sys.stderr)
-            return 2
-    request: dict[str, Any] = (
-        {"op": "revoke", "all": True}
-        if target is None
-        else {
-            "op": "revoke",
-            "deviceID": str(target).upper(),
-        }
-    )
+        target, problem = match_device_id(args.device_id, [d["id"] for d in reply["devices"]])
+        if target is None:
+            print(f"mirror-host revoke: {problem}", file=sys.stderr)
+            return 1
+        request = {"op": "revoke", "deviceID": target}
     try:
         reply = admin_request(state_dir, request)
     except NoHostRunning as exc:
-        print(_offline_note(exc), file=sys.stderr)
-        return _revoke_offline(state_dir, target, out)
+        print(f"mirror-host revoke: {exc}", file=sys.stderr)
+        return 1
     if not reply.get("ok"):
         print(f"mirror-host revoke: {reply.get('error')}", file=sys.stderr)
         return 1
@@ -203,23 +282,32 @@ def run_revoke(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return 0
 
 
-def _revoke_offline(state_dir: Path, target: uuid.UUID | None, out: TextIO) -> int:
+def _revoke_offline(state_dir: Path, device_id: str | None, out: TextIO) -> int:
     store = DeviceStore(state_dir)
     try:
         registry = store.load()
         if registry is None:
+            if device_id is not None:
+                print(f"mirror-host revoke: no paired device {device_id}", file=sys.stderr)
+                return 1
             out.write("no paired devices\n")
-            return 0 if target is None else 1
+            return 0
+        target: uuid.UUID | None = None
+        if device_id is not None:
+            matched, problem = match_device_id(device_id, [d.identity for d in registry.devices])
+            if matched is None:
+                print(f"mirror-host revoke: {problem}", file=sys.stderr)
+                return 1
+            target = uuid.UUID(matched)
         after, removed = registry.revoked(target)
-        if target is not None and not removed:
-            print(f"mirror-host revoke: no paired device {str(target).upper()}", file=sys.stderr)
-            return 1
         store.save_sync(after)
     except StoreError as exc:
         print(f"mirror-host revoke: {exc}", file=sys.stderr)
         return 1
-    for device_id in removed:
-        out.write(f"revoked {device_id}\n")
+    for removed_id in removed:
+        out.write(f"revoked {removed_id}\n")
+    if not removed:
+        out.write("no paired devices\n")
     return 0
 
 
@@ -234,14 +322,41 @@ def run_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if args.json:
         out.write(json.dumps(reply) + "\n")
         return 0
+    out.write(format_status(reply))
+    return 0
+
+
+def format_status(reply: dict[str, Any]) -> str:
+    """``mirror-host status`` as text, from the admin socket's ``status`` reply."""
     pairing = reply["pairing"]
     window = f"open, {pairing['secondsLeft']} s left" if pairing["open"] else "closed"
-    out.write(
-        f"listening on {reply['listen']}\n"
-        f"host id      {reply['hostID']}\n"
-        f"devices      {reply['devices']} paired, {reply['connections']} connected\n"
-        f"pairing      {window}\n"
-        f"panes        {reply['panes']['listed']} listed, "
-        f"{reply['panes']['subscribed']} subscribed\n"
-    )
-    return 0
+    panes = reply["panes"]
+    lines = [
+        f"mirror-host  {reply.get('version')}, up {_duration(reply.get('uptimeSeconds', 0))} "
+        f"(pid {reply.get('pid')})",
+        f"state dir    {reply.get('stateDir')}",
+        f"listening on {reply['listen']}",
+        f"host id      {reply['hostID']}",
+        f"devices      {reply['devices']} paired, {reply['connections']} connected",
+        f"pairing      {window}",
+    ]
+    health = panes.get("health")
+    if health:
+        lines.append(f"source       {health['kind']}, {health['state']}: {health['detail']}")
+    lines.append(f"panes        {panes['listed']} listed, {panes['subscribed']} subscribed")
+    for pane in panes.get("items", ()):
+        mirrored = "  [mirrored]" if pane["subscribed"] else ""
+        lines.append(f"  {pane['id']}  {pane['title']}  ({pane['directory']}){mirrored}")
+    return "\n".join(lines) + "\n"
+
+
+def _duration(seconds: int) -> str:
+    """``42 s``, ``5 min``, ``3 h 12 min``, ``2 d 4 h``."""
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if hours == 0:
+        return f"{minutes} min"
+    if days == 0:
+        return f"{hours} h {minutes % 60} min"
+    return f"{days} d {hours % 24} h"

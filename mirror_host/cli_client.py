@@ -9,17 +9,20 @@ with Ctrl-]; conformance: no check failed, one passed), 1 failure, 2 bad usage,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TextIO
 
 import trio
 
 from mirror_host.client.address import HostAddress, parse_address
+from mirror_host.client.chooser import DETACH_KEY, parse_detach_key
 
 __all__ = ["add_client_commands"]
 
 _ATTACH_EPILOG = """\
-keys: everything you type goes to the pane; Ctrl-] detaches (exit status 0).
+keys: everything you type goes to the pane; Ctrl-] (or --detach-key) detaches
+(exit status 0), and quits the pane prompt.
 
 The credential from pairing is kept in $XDG_CONFIG_HOME/mirror-host/credentials.json
 (~/.config/mirror-host/, mode 0600), one per host address; later runs reuse it.
@@ -31,6 +34,7 @@ examples:
   mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach
   mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane
   mirror-host attach 192.168.1.20:7880 --text             read-only text view
+  mirror-host attach 192.168.1.20:7880 --code ABCD-2345 --name "lab laptop" --detach-key ctrl-q
 """
 
 _CONFORMANCE_EPILOG = """\
@@ -56,6 +60,13 @@ examples:
 def _address_arg(text: str) -> HostAddress:
     try:
         return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _detach_key_arg(text: str) -> bytes:
+    try:
+        return parse_detach_key(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
@@ -105,6 +116,20 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         action="store_true",
         help="first forget the credential saved for this address (with --code: pair anew)",
     )
+    attach.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the device name to pair under, as the host's device list shows it "
+        "(default: this machine's host name)",
+    )
+    attach.add_argument(
+        "--detach-key",
+        type=_detach_key_arg,
+        default=DETACH_KEY,
+        metavar="KEY",
+        help="the key that detaches, and quits the pane prompt: a control key such as "
+        "ctrl-q or ^a (default ctrl-])",
+    )
     attach.set_defaults(parser=attach, handler=_run_attach)
 
     conformance = commands.add_parser(
@@ -151,10 +176,31 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     conformance.set_defaults(parser=conformance, handler=_run_conformance)
 
 
+def _check_code(args: argparse.Namespace) -> None:
+    """``--code`` must look like a pairing code: a usage error (exit 2) otherwise."""
+    from mirror_host.auth.pairing import InvalidPairingCode, normalize_code
+
+    if args.code is None:
+        return
+    if not args.code.strip():  # "$(mirror-host pair …)" that printed nothing
+        args.parser.error(
+            "--code is empty (did the command that was to print the code fail? "
+            "`mirror-host pair` on the host shows one)"
+        )
+    try:
+        normalize_code(args.code)
+    except InvalidPairingCode as exc:
+        args.parser.error(f"--code {args.code!r} is not a pairing code: {exc}, such as ABCD-2345")
+
+
 def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.auth.devices import name_problem
     from mirror_host.client.attach import AttachError, AttachOptions, attach
     from mirror_host.errors import ClientError
 
+    _check_code(args)
+    if args.name is not None and (problem := name_problem(args.name)):
+        args.parser.error(f"--name: {problem}")
     options = AttachOptions(
         address=args.address,
         code=args.code,
@@ -162,6 +208,8 @@ def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         text=args.text,
         take_over=args.take_over,
         forget=args.forget,
+        name=args.name,
+        detach_key=args.detach_key,
     )
 
     def say(message: str) -> None:
@@ -171,10 +219,19 @@ def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         stdout.write(line + "\n")
         stdout.flush()
 
+    def read_line() -> str:
+        if stdin.isatty():
+            # One read is one line as the terminal delivers it, also one ended by the
+            # detach key without a newline (readline would wait for the newline).
+            return os.read(stdin.fileno(), 4096).decode("utf-8", "replace")
+        return stdin.readline()
+
     async def ask(prompt: str) -> str | None:
         stdout.write(prompt)
         stdout.flush()
-        line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+        line = await trio.to_thread.run_sync(read_line, abandon_on_cancel=True)
+        if line and not line.endswith("\n"):
+            stdout.write("\n")  # the detach key ended it: leave the prompt's line
         return line if line else None
 
     try:
@@ -190,6 +247,7 @@ def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.client.conformance.probe import SuiteAborted
     from mirror_host.client.conformance.report import (
         CheckResult,
         Status,
@@ -210,8 +268,9 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
             flag = " [--allow-input]" if check.types else ""
             stdout.write(f"{check.name}{flag}  {check.description}\n")
         return 0
-    if args.address is None or not args.code:
+    if args.address is None or args.code is None:
         args.parser.error("ADDRESS:PORT and --code CODE are required (or --list)")
+    _check_code(args)
     _, unknown = select([check.name for check in CHECKS], args.only, args.skip)
     if unknown:
         args.parser.error(f"no check matches {', '.join(map(repr, unknown))}")
@@ -235,6 +294,11 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
         trio.run(lambda: run_suite(args.address, options, on_result=progress))
     except KeyboardInterrupt:
         return 130
+    except SuiteAborted as exc:
+        if not args.json:
+            print(f"mirror-host conformance: {exc}", file=sys.stderr)
+            return 1
+        progress(CheckResult("suite", Status.FAILED, str(exc), 0.0))
     except Exception as exc:  # a bug outside any one check: still end with the counts
         progress(
             CheckResult("suite", Status.FAILED, f"internal error: {type(exc).__name__}: {exc}", 0.0)

@@ -14,14 +14,8 @@ import trio
 from mirror_host.cli_admin import show_ticket
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
-from mirror_host.errors import (
-    ConfigError,
-    ListenError,
-    MirrorHostError,
-    StoreError,
-    TLSUnsupported,
-)
-from mirror_host.host.admin import AdminSocketBusy, ticket_reply
+from mirror_host.errors import ConfigError, MirrorHostError
+from mirror_host.host.admin import ticket_reply
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
 from mirror_host.logs import configure_logging
@@ -45,7 +39,10 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         from mirror_host.panes.local import LocalSource
 
         source = LocalSource(
-            config.local.commands, columns=config.local.columns, rows=config.local.rows
+            config.local.commands,
+            columns=config.local.columns,
+            rows=config.local.rows,
+            respawn=config.local.respawn,
         )
         return source, CommandService(LocalCommands(source, profiles=config.profiles))
     if kind == "herdr":
@@ -77,7 +74,7 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
 
 #: The serve flags that only one source reads.
 _SOURCE_FLAGS = {
-    "local": ("local_command", "local_size"),
+    "local": ("local_command", "local_size", "local_respawn"),
     "herdr": ("herdr_socket", "herdr_session", "herdr_bin"),
     "tmux": ("tmux_socket", "tmux_socket_path"),
 }
@@ -101,12 +98,15 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         # Asked for with --pair: the code goes to standard output for the person
         # at the terminal, never through the log.
         show_ticket(ticket_reply(ticket), out)
-        out.write("The code works once, for 60 seconds. `mirror-host pair` makes a new one.\n\n")
+        out.write(
+            "The code works once, for 60 seconds. `mirror-host pair` makes a new one. "
+            "Ctrl-C stops the host.\n\n"
+        )
         out.flush()
 
     try:
         trio.run(_main, config, source, commands, args.pair, show)
-    except (StoreError, AdminSocketBusy, ListenError, TLSUnsupported) as exc:
+    except MirrorHostError as exc:  # the store, the admin socket, the port, TLS, the source
         print(f"mirror-host: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -124,8 +124,16 @@ async def _main(
     try:
         await run_host(config, source, commands=commands, open_pairing=pair, show_pairing=show)
     except BaseExceptionGroup as group:
-        # A start-up failure inside the host's nursery arrives wrapped; hand the
-        # one error back bare so serve() can report it in a line.
-        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], MirrorHostError):
-            raise group.exceptions[0] from None
+        # A start-up failure inside the host's nurseries arrives wrapped (once per
+        # nursery); hand the one error back bare so serve() can report it in a line.
+        error = _only_error(group)
+        if isinstance(error, MirrorHostError):
+            raise error from None
         raise
+
+
+def _only_error(error: BaseException) -> BaseException:
+    """The single error inside nested one-member groups (or ``error`` itself)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mirror_host.auth.qr import address_problem
 from mirror_host.errors import ConfigError
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "HerdrSettings",
     "Layer",
     "LocalSettings",
+    "OnProblem",
     "LogSettings",
     "Profile",
     "ServerSettings",
@@ -85,6 +87,8 @@ class LogSettings:
 
     level: str = "info"
     format: str = "text"
+    #: Log every packet of a logged-in connection as hex (it holds screens and keys).
+    packets: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +107,8 @@ class LocalSettings:
     #: Grid of each PTY, in cells.
     columns: int = 120
     rows: int = 40
+    #: Start the commands again when the last pane exits.
+    respawn: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,8 +241,24 @@ def _text_list(value: object) -> tuple[str, ...]:
 def _address(value: object) -> str | None:
     text = _optional_text(value)
     if text is not None:
-        ipaddress.ip_address(text)
+        text = text.strip()
+        # Refused here, not at the first `pair`: no phone could use such an address.
+        problem = address_problem(text)
+        if problem:
+            raise ValueError(
+                f"{problem}: give the address phones dial, such as this machine's LAN address"
+            )
     return text
+
+
+def _boolean(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
 
 
 def _connection_limit(value: object) -> int:
@@ -264,9 +286,11 @@ KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "state.dir": ("state", "dir", _text),
     "log.level": ("log", "level", _choice(LOG_LEVELS)),
     "log.format": ("log", "format", _choice(LOG_FORMATS)),
+    "log.packets": ("log", "packets", _boolean),
     "source.kind": ("source", "kind", _choice(SOURCE_KINDS)),
     "local.commands": ("local", "commands", _text_list),
     "local.size": ("local", "size", _size),
+    "local.respawn": ("local", "respawn", _boolean),
     "herdr.socket": ("herdr", "socket", _optional_text),
     "herdr.bin": ("herdr", "bin", _optional_text),
     "herdr.session": ("herdr", "session", _optional_text),
@@ -278,73 +302,96 @@ _PROFILE_KEYS = {"name", "agent", "args"}
 _PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
-def flatten_table(table: Mapping[str, object], origin: str) -> dict[str, object]:
+#: Where a lenient load reports each problem it skips (the admin commands warn and
+#: go on: they need only the state directory). ``None`` = raise the first one.
+OnProblem = Callable[[ConfigError], None] | None
+
+
+def flatten_table(
+    table: Mapping[str, object], origin: str, *, on_problem: OnProblem = None
+) -> dict[str, object]:
     """Turn a parsed TOML document into dotted keys, refusing unknown ones.
 
     ``[profiles.<id>]`` tables become ``profiles.<id>.<key>``.
 
     Raises:
-        ConfigError: an unknown section or key (named with ``origin``).
+        ConfigError: an unknown section or key (named with ``origin``), unless
+            ``on_problem`` is given: it is told, and the key is left out.
     """
     flat: dict[str, object] = {}
     for section, body in table.items():
-        if not isinstance(body, Mapping):
-            raise ConfigError(section, "expected a [table]", origin=origin)
-        for key, value in body.items():
-            dotted = f"{section}.{key}"
-            if section == "profiles":
-                if not isinstance(value, Mapping):
-                    raise ConfigError(dotted, "expected a [profiles.<id>] table", origin=origin)
-                for item, item_value in value.items():
-                    flat[f"{dotted}.{item}"] = item_value
-                if not value:
-                    raise ConfigError(dotted, "a profile needs an agent", origin=origin)
-                continue
-            if dotted not in KEYS:
-                raise ConfigError(dotted, "unknown setting", origin=origin)
-            flat[dotted] = value
+        try:
+            if not isinstance(body, Mapping):
+                raise ConfigError(section, "expected a [table]", origin=origin)
+            for key, value in body.items():
+                try:
+                    _flatten_key(flat, section, key, value, origin)
+                except ConfigError as exc:
+                    if on_problem is None:
+                        raise
+                    on_problem(exc)
+        except ConfigError as exc:
+            if on_problem is None:
+                raise
+            on_problem(exc)
     return flat
 
 
-def build_config(layers: Iterable[Layer]) -> Config:
+def _flatten_key(
+    flat: dict[str, object], section: str, key: str, value: object, origin: str
+) -> None:
+    dotted = f"{section}.{key}"
+    if section == "profiles":
+        if not isinstance(value, Mapping):
+            raise ConfigError(dotted, "expected a [profiles.<id>] table", origin=origin)
+        if not value:
+            raise ConfigError(dotted, "a profile needs an agent", origin=origin)
+        for item, item_value in value.items():
+            flat[f"{dotted}.{item}"] = item_value
+        return
+    if dotted not in KEYS:
+        raise ConfigError(dotted, "unknown setting", origin=origin)
+    flat[dotted] = value
+
+
+def build_config(layers: Iterable[Layer], *, on_problem: OnProblem = None) -> Config:
     """Apply ``layers`` in order over the defaults and validate the result.
 
     Raises:
         ConfigError: an unknown key or an invalid value, naming both the key and
-            the layer's origin.
+            the layer's origin; unless ``on_problem`` is given: it is told, and
+            the key (or the profile) is left out.
     """
     rooms: dict[str, dict[str, Any]] = {}
     profiles: dict[str, dict[str, Any]] | None = None
     for layer in layers:
         for key, raw in layer.values.items():
-            if key.startswith("profiles."):
-                profiles = profiles if profiles is not None else {}
-                _set_profile_key(profiles, key, raw, layer.origin)
-                continue
-            spec = KEYS.get(key)
-            if spec is None:
-                raise ConfigError(key, "unknown setting", origin=layer.origin)
-            room, attr, parse = spec
             try:
-                value = parse(raw)
-            except ValueError as exc:
-                raise ConfigError(key, str(exc), origin=layer.origin) from exc
-            if key == "local.size":
-                rooms.setdefault(room, {}).update(columns=value[0], rows=value[1])
-            else:
-                rooms.setdefault(room, {})[attr] = value
+                if key.startswith("profiles."):
+                    profiles = profiles if profiles is not None else {}
+                    _set_profile_key(profiles, key, raw, layer.origin)
+                    continue
+                _set_key(rooms, key, raw, layer.origin)
+            except ConfigError as exc:
+                if on_problem is None:
+                    raise
+                on_problem(exc)
     config = Config()
     replacements: dict[str, Any] = {
         room: dataclasses.replace(getattr(config, room), **values) for room, values in rooms.items()
     }
     if profiles is not None:
-        for pid, profile_spec in profiles.items():
+        for pid, profile_spec in list(profiles.items()):
             if not profile_spec.get("agent"):
-                raise ConfigError(
+                problem = ConfigError(
                     f"profiles.{pid}.agent",
                     "a profile needs an agent",
                     origin=profile_spec["origin"],
                 )
+                if on_problem is None:
+                    raise problem
+                on_problem(problem)
+                del profiles[pid]
         replacements["profiles"] = tuple(
             Profile(
                 id=pid,
@@ -355,6 +402,21 @@ def build_config(layers: Iterable[Layer]) -> Config:
             for pid, profile_spec in sorted(profiles.items())
         )
     return dataclasses.replace(config, **replacements)
+
+
+def _set_key(rooms: dict[str, dict[str, Any]], key: str, raw: object, origin: str) -> None:
+    spec = KEYS.get(key)
+    if spec is None:
+        raise ConfigError(key, "unknown setting", origin=origin)
+    room, attr, parse = spec
+    try:
+        value = parse(raw)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc), origin=origin) from exc
+    if key == "local.size":
+        rooms.setdefault(room, {}).update(columns=value[0], rows=value[1])
+    else:
+        rooms.setdefault(room, {})[attr] = value
 
 
 def _set_profile_key(

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from mirror_host.config import KEYS, Config, Layer, build_config, flatten_table
+from mirror_host.config import KEYS, Config, Layer, OnProblem, build_config, flatten_table
 from mirror_host.errors import ConfigError
 
 __all__ = [
@@ -51,51 +51,69 @@ def default_state_dir() -> Path:
     return Path(base) / "mirror-host"
 
 
-def read_config_file(path: Path, *, required: bool, named_by: str = "--config") -> Layer | None:
+def read_config_file(
+    path: Path, *, required: bool, named_by: str = "--config", on_problem: OnProblem = None
+) -> Layer | None:
     """Parse a TOML config file into a layer; errors name ``named_by``, where the path came from.
 
     Raises:
         ConfigError: the file is missing (when ``required``), unreadable, not
-            TOML, or holds an unknown key.
+            TOML, or holds an unknown key; unless ``on_problem`` is given: it is
+            told, and the file (or the key) is left out.
     """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(named_by, "file not found", origin=str(path)) from None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if required:
+                raise ConfigError(named_by, "file not found", origin=str(path)) from None
+            return None
+        except OSError as exc:
+            raise ConfigError(named_by, f"cannot read: {exc.strerror}", origin=str(path)) from exc
+        try:
+            table = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(named_by, f"not valid TOML: {exc}", origin=str(path)) from exc
+    except ConfigError as exc:
+        if on_problem is None:
+            raise
+        on_problem(exc)
         return None
-    except OSError as exc:
-        raise ConfigError(named_by, f"cannot read: {exc.strerror}", origin=str(path)) from exc
-    try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(named_by, f"not valid TOML: {exc}", origin=str(path)) from exc
-    return Layer(str(path), flatten_table(table, str(path)))
+    return Layer(str(path), flatten_table(table, str(path), on_problem=on_problem))
 
 
-def env_layer(environ: Mapping[str, str]) -> Layer:
+def env_layer(environ: Mapping[str, str], *, on_problem: OnProblem = None) -> Layer:
     """``MIRROR_HOST_SECTION_KEY=value`` variables as a layer.
 
     ``MIRROR_HOST_LOCAL_COMMANDS`` takes a TOML array (``["htop", "bash"]``) or one
     command. Profiles cannot be set from the environment.
 
     Raises:
-        ConfigError: a ``MIRROR_HOST_*`` variable that names no setting.
+        ConfigError: a ``MIRROR_HOST_*`` variable that names no setting; unless
+            ``on_problem`` is given: it is told, and the variable is left out.
     """
     by_env = {ENV_PREFIX + key.replace(".", "_").upper(): key for key in KEYS}
     values: dict[str, object] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
             continue
-        key = by_env.get(name)
-        if key is None:
-            raise ConfigError(name, "unknown setting", origin="environment")
-        value: object = raw
-        if key == "local.commands" and raw.lstrip().startswith("["):
-            try:
-                value = tomllib.loads(f"v = {raw}")["v"]
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(name, f"not a TOML array: {exc}", origin="environment") from exc
+        try:
+            key = by_env.get(name)
+            if key is None:
+                raise ConfigError(name, "unknown setting", origin="environment")
+            value: object = raw
+            if key == "local.commands" and raw.lstrip().startswith("["):
+                try:
+                    value = tomllib.loads(f"v = {raw}")["v"]
+                except tomllib.TOMLDecodeError as exc:
+                    raise ConfigError(
+                        name, f"not a TOML array: {exc}", origin="environment"
+                    ) from exc
+        except ConfigError as exc:
+            if on_problem is None:
+                raise
+            on_problem(exc)
+            continue
         values[key] = value
     return Layer("environment", values)
 
@@ -105,6 +123,7 @@ def load_config(
     config_path: str | None,
     flags: Mapping[str, object],
     environ: Mapping[str, str] | None = None,
+    on_problem: OnProblem = None,
 ) -> Config:
     """Merge defaults < TOML file < environment < flags.
 
@@ -112,20 +131,24 @@ def load_config(
     ``MIRROR_HOST_CONFIG`` or the platform default is read if present.
 
     Raises:
-        ConfigError: any unknown or invalid setting, naming its origin.
+        ConfigError: any unknown or invalid setting, naming its origin; unless
+            ``on_problem`` is given: each problem is told to it and left out,
+            and the rest of the settings still apply.
     """
     env = os.environ if environ is None else environ
     defaults = Layer("default", {"state.dir": str(default_state_dir())})
     explicit = config_path or env.get("MIRROR_HOST_CONFIG")
     path = Path(explicit).expanduser() if explicit else default_config_path()
     named_by = "--config" if config_path else "MIRROR_HOST_CONFIG" if explicit else "config file"
-    file_layer = read_config_file(path, required=bool(explicit), named_by=named_by)
+    file_layer = read_config_file(
+        path, required=bool(explicit), named_by=named_by, on_problem=on_problem
+    )
     layers = [defaults]
     if file_layer is not None:
         layers.append(file_layer)
-    layers.append(env_layer(env))
+    layers.append(env_layer(env, on_problem=on_problem))
     layers.append(Layer("command line", {k: v for k, v in flags.items() if v is not None}))
-    config = build_config(layers)
+    config = build_config(layers, on_problem=on_problem)
     state_dir = Path(config.state.dir).expanduser()
     if not state_dir.is_absolute():
         state_dir = Path.cwd() / state_dir

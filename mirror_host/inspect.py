@@ -38,7 +38,7 @@ from mirror_host.wire import (
 )
 from mirror_host.wire.constants import HEADER
 
-__all__ = ["INPUT_KINDS", "InvalidHex", "decode_hex", "describe"]
+__all__ = ["INPUT_KINDS", "TEXT_KINDS", "InvalidHex", "decode_hex", "describe", "read_input"]
 
 #: What the hex on stdin holds.
 INPUT_KINDS = (
@@ -51,7 +51,33 @@ INPUT_KINDS = (
     "qr",  # a QR / pasted pairing payload (UTF-8 JSON)
 )
 
+#: The kinds given as they are written (JSON, a typed code); their hex is accepted too.
+TEXT_KINDS = ("pane", "command-request", "pairing-code", "qr")
+
 _NOT_HEX = re.compile(r"[^0-9a-fA-F]")
+
+
+def read_input(text: str, kind: str) -> bytes:
+    """The bytes ``wire decode --as kind`` judges, from what was typed or piped in.
+
+    Packets, payloads and headers are hex. The text kinds are taken as text,
+    unless the input is the hex of such a text (a JSON object, or a printable
+    code), which is how Prowl's test vectors state them.
+
+    Raises:
+        InvalidHex: a hex kind that is not hex.
+    """
+    if kind not in TEXT_KINDS:
+        return decode_hex(text)
+    try:
+        decoded = decode_hex(text)
+    except InvalidHex:
+        decoded = b""
+    if kind == "pairing-code":
+        is_hex_of_text = bool(decoded) and all(0x20 < byte < 0x7F for byte in decoded)
+    else:
+        is_hex_of_text = decoded.lstrip()[:1] == b"{"
+    return decoded if is_hex_of_text else text.strip().encode("utf-8")
 
 
 def decode_hex(text: str) -> bytes:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from mirror_host.auth.pairing import generate_code
 
-__all__ = ["WINDOW_SECONDS", "PairingWindow", "open_window"]
+__all__ = ["WINDOW_SECONDS", "PairingWindow", "WindowFates", "open_window"]
 
 WINDOW_SECONDS = 60.0
 
@@ -37,3 +37,38 @@ def open_window(
     return PairingWindow(
         code=generate_code(token_bytes), deadline=now + seconds, opened_at_unix=now_unix
     )
+
+
+class WindowFates:
+    """What became of the recent pairing windows, by number.
+
+    ``mirror-host pair`` waits on the window it opened; this is how it learns
+    whether *that* window paired a device, expired, was closed, or was replaced
+    by a newer one (whose code it never showed). Only the last ``keep`` are
+    remembered.
+    """
+
+    #: The ways a window ends (``pairing``: its code is being used, the device not yet
+    #: saved; then ``paired`` or ``failed``).
+    FATES = ("pairing", "paired", "expired", "closed", "replaced", "failed")
+
+    def __init__(self, keep: int = 16) -> None:
+        self._keep = keep
+        self._last = 0
+        self._fates: dict[int, tuple[str, str | None]] = {}
+
+    def opened(self) -> int:
+        """The number of a newly opened window."""
+        self._last += 1
+        return self._last
+
+    def ended(self, number: int, fate: str, device: str | None = None) -> None:
+        """Window ``number`` ended as ``fate`` (``device``: the name that paired)."""
+        assert fate in self.FATES, fate
+        self._fates[number] = (fate, device)
+        while len(self._fates) > self._keep:
+            del self._fates[min(self._fates)]
+
+    def fate(self, number: int) -> tuple[str, str | None] | None:
+        """How window ``number`` ended, or ``None`` (still open, or long forgotten)."""
+        return self._fates.get(number)

@@ -36,10 +36,14 @@ import trio
 from mirror_host.auth.pairing import InvalidPairingCode, normalize_code
 from mirror_host.client.address import HostAddress
 from mirror_host.client.chooser import (
+    DETACH_KEY,
+    LOCKED_OUT,
+    NOT_PROWL,
     backoff,
     describe_end,
     find_pane,
     format_pane_list,
+    key_name,
     parse_choice,
 )
 from mirror_host.client.client import (
@@ -48,6 +52,8 @@ from mirror_host.client.client import (
     HandshakeFailed,
     HostIdentityChanged,
     MirrorClient,
+    PairingRefused,
+    connect_failure,
     login,
     pair_device,
 )
@@ -78,7 +84,6 @@ from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = ["DETACH_KEY", "AttachError", "AttachOptions", "Ending", "attach"]
 
-DETACH_KEY = b"\x1d"  # Ctrl-]
 #: How long the host may take to answer ``list`` or ``subscribe``.
 REPLY_SECONDS = 10.0
 
@@ -98,6 +103,10 @@ class AttachOptions:
     take_over: bool = False
     forget: bool = False
     store: Path | None = None
+    #: The name to pair under (default: this machine's host name).
+    name: str | None = None
+    #: The key that detaches (and quits the pane prompt).
+    detach_key: bytes = DETACH_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +123,22 @@ def device_name() -> str:
 
 
 def _unreachable(address: HostAddress, exc: OSError) -> AttachError:
-    return AttachError(f"cannot reach {address}: {exc.strerror or exc}")
+    return AttachError(f"cannot reach {address}: {connect_failure(exc)}")
+
+
+def saved_credential(options: AttachOptions, store: CredentialStore) -> Credential | None:
+    """The credential saved for the address (``None`` is fine only with ``--code``).
+
+    Raises:
+        AttachError: no credential and no code.
+    """
+    saved = store.get(options.address)
+    if saved is None and options.code is None:
+        raise AttachError(
+            f"this device is not paired with {options.address}: run again with --code CODE "
+            "(from `mirror-host pair` on the host, or Prowl's Add a Device)"
+        )
+    return saved
 
 
 async def obtain_credential(
@@ -126,34 +150,42 @@ async def obtain_credential(
         AttachError: no credential and no code, or pairing failed.
     """
     address = options.address
-    saved = store.get(address)
+    saved = saved_credential(options, store)
     if options.code is None:
-        if saved is None:
-            raise AttachError(
-                f"this device is not paired with {address}: run again with --code CODE "
-                "(from `mirror-host pair` on the host, or Prowl's Add a Device)"
-            )
+        assert saved is not None
         return saved
     try:
         code = normalize_code(options.code)
     except InvalidPairingCode as exc:
         raise AttachError(f"--code: {exc}") from exc
     expected = saved.host_id if saved is not None else None
+    name = options.name or device_name()
     try:
         credential = await pair_device(
-            address.host, address.port, code, device_name(), expected_host_id=expected
+            address.host, address.port, code, name, expected_host_id=expected
         )
     except HostIdentityChanged as exc:
         raise _identity_changed(address) from exc
-    except ClientClosed as exc:
+    except HandshakeFailed as exc:
+        if exc.before_tls:
+            raise AttachError(f"{address} {LOCKED_OUT}") from exc
+        if exc.not_prowl:
+            raise AttachError(f"{address} {NOT_PROWL}") from exc
         raise AttachError(
             f"pairing with {address} failed: the code is wrong or has expired "
             "(open a new pairing window on the host and try again)"
         ) from exc
+    except PairingRefused as exc:
+        raise AttachError(
+            f"{address} accepted the code but refused to pair this device: its log says "
+            "why (mirror-host: it could not save the device); fix that and pair again"
+        ) from exc
+    except ClientClosed as exc:
+        raise AttachError(f"pairing with {address} failed: {exc}") from exc
     except OSError as exc:
         raise _unreachable(address, exc) from exc
     store.put(address, credential)
-    say(f"paired with {address} as {device_name()!r}")
+    say(f"paired with {address} as {name!r}")
     return credential
 
 
@@ -168,6 +200,10 @@ def _login_error(address: HostAddress, exc: Exception) -> AttachError:
     if isinstance(exc, HostIdentityChanged):
         return _identity_changed(address)
     if isinstance(exc, HandshakeFailed):
+        if exc.before_tls:
+            return AttachError(f"{address} {LOCKED_OUT}")
+        if exc.not_prowl:
+            return AttachError(f"{address} {NOT_PROWL}")
         if exc.unknown_identity:
             return AttachError(
                 f"{address} does not know this device (it was revoked or unpaired): "
@@ -207,8 +243,10 @@ async def choose_pane(
     *,
     show: Callable[[str], None],
     ask: Callable[[str], Awaitable[str | None]],
-) -> PaneDescriptor:
-    """``--pane``, the only pane, or the one picked from a numbered list.
+    detach_key: bytes = DETACH_KEY,
+) -> PaneDescriptor | None:
+    """``--pane``, the only pane, or the one picked from a numbered list; ``None``
+    when the detach key was typed at the prompt (the user quit).
 
     Raises:
         AttachError: no panes, an unknown ``--pane``, or no choice made.
@@ -226,12 +264,15 @@ async def choose_pane(
     if len(listed) == 1:
         return listed[0]
     show("Panes on the host:")
-    for line in format_pane_list(listed):
+    for line in format_pane_list(listed, with_ids=True):
         show(line)
+    quit_key = key_name(detach_key)
     for _ in range(3):
-        answer = await ask(f"Pane number (1-{len(listed)}): ")
+        answer = await ask(f"Pane number (1-{len(listed)}; {quit_key} quits): ")
         if answer is None:
             break
+        if detach_key.decode("latin-1") in answer:
+            return None
         index = parse_choice(answer, len(listed))
         if index is not None:
             return listed[index]
@@ -295,7 +336,7 @@ class Session:
         self.credential = credential
         self.pane = pane
         self.terminal = terminal
-        self.presenter = Presenter()
+        self.presenter = Presenter(detach=key_name(options.detach_key))
         self.representation = Representation.TEXT if options.text else Representation.VT
         self._link = _Link()
         self._replica: Replica | None = None
@@ -329,7 +370,7 @@ class Session:
             if not data:
                 self._finish(Ending(1, "the terminal went away"))
                 return
-            cut = data.find(DETACH_KEY)
+            cut = data.find(self.options.detach_key)
             keys = data if cut < 0 else data[:cut]
             if keys and self.representation is Representation.VT:
                 await self._link.send_input(keys)
@@ -396,14 +437,17 @@ class Session:
                 if exc.unknown_identity:
                     self._finish(Ending(1, str(_login_error(address, exc))))
                     return
-                outcome = _Lost(f"TLS failed ({exc.reason})")
+                if exc.before_tls:
+                    outcome = _Lost("refused before TLS: too many failed attempts from here")
+                else:
+                    outcome = _Lost(f"TLS failed ({exc.reason})")
             except HostIdentityChanged as exc:
                 self._finish(Ending(1, str(_login_error(address, exc))))
                 return
             except ClientClosed as exc:
                 outcome = _Lost(str(exc))
             except OSError as exc:
-                outcome = _Lost(exc.strerror or str(exc))
+                outcome = _Lost(connect_failure(exc))
             self._link.lost()
             if isinstance(outcome, Ending):
                 self._finish(outcome)
@@ -414,7 +458,8 @@ class Session:
             attempt += 1
             wait = backoff(attempt)
             await self._status(
-                f"connection lost ({problem}); reconnecting in {wait:g} s · Ctrl-] quits"
+                f"connection lost ({problem}); reconnecting in {wait:g} s · "
+                f"{self.presenter.detach} quits"
             )
             await trio.sleep(wait)
             await self._status("reconnecting…")
@@ -547,11 +592,20 @@ async def attach(
         )
         if options.code is None:
             return 0
-    credential = await obtain_credential(options, store, say)
-    panes = await list_panes(options.address, credential)
-    pane = await choose_pane(panes, options.pane, show=show, ask=ask)
+    saved_credential(options, store)  # nothing to attach with: say so, terminal or not
+    # Before pairing: without a terminal, pairing would burn the code and add a
+    # device for nothing.
     terminal = LocalTerminal.open()
     try:
+        credential = await obtain_credential(options, store, say)
+        panes = await list_panes(options.address, credential)
+        with terminal.key_ends_line(options.detach_key):
+            pane = await choose_pane(
+                panes, options.pane, show=show, ask=ask, detach_key=options.detach_key
+            )
+        if pane is None:
+            say("no pane chosen")
+            return 0
         with terminal.raw():
             session = Session(options, credential, pane, terminal)
             try:

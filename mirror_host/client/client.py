@@ -47,8 +47,10 @@ __all__ = [
     "Credential",
     "HandshakeFailed",
     "HostIdentityChanged",
+    "PairingRefused",
     "Incoming",
     "MirrorClient",
+    "connect_failure",
     "login",
     "open_client",
     "pair_device",
@@ -58,11 +60,27 @@ Incoming = ControlMessage | VTFramePacket | TextFramePacket
 
 
 class HandshakeFailed(ClientClosed):
-    """TLS did not come up; ``reason`` is OpenSSL's (``TLSV1_ALERT_UNKNOWN_PSK_IDENTITY`` …)."""
+    """TLS did not come up; ``reason`` is OpenSSL's (``TLSV1_ALERT_UNKNOWN_PSK_IDENTITY`` …).
 
-    def __init__(self, message: str, reason: str) -> None:
+    ``before_tls``: the host closed the connection without sending a single TLS
+    byte. Prowl hosts do that to an address they lock out (12 failed handshakes
+    or logins within 60 s), so it is not a verdict on the key or code.
+    """
+
+    def __init__(self, message: str, reason: str, *, before_tls: bool = False) -> None:
         super().__init__(message)
         self.reason = reason
+        self.before_tls = before_tls
+
+    @property
+    def not_prowl(self) -> bool:
+        """The other end does not speak Prowl's TLS at all (no PSK suite in common, or
+        not TLS 1.2, or not TLS): most likely no mirror host listens on that port."""
+        reason = self.reason.upper().replace(" ", "_")
+        return any(
+            name in reason
+            for name in ("HANDSHAKE_FAILURE", "WRONG_VERSION_NUMBER", "PROTOCOL_VERSION")
+        )
 
     @property
     def unknown_identity(self) -> bool:
@@ -72,6 +90,49 @@ class HandshakeFailed(ClientClosed):
 
 class HostIdentityChanged(ClientClosed):
     """The host's challenge names another hostID than the one this device paired with."""
+
+
+class PairingRefused(ClientClosed):
+    """The code opened TLS, but the host closed the connection instead of sending ``paired``
+    (mirror-host does when it cannot save the device; its log says why)."""
+
+
+class _CountingStream(trio.abc.Stream):
+    """A transport that counts the bytes the host sent, to tell a close before TLS."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        self.inner = inner
+        self.received = 0
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.inner.receive_some(max_bytes)
+        self.received += len(data)
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def connect_failure(exc: OSError) -> str:
+    """Why a connection failed, in the system's words ("Connection refused").
+
+    Trio reports a failed connect as one ``OSError`` whose cause groups the
+    attempts; the first attempt's own reason is the useful part.
+    """
+    if exc.strerror:
+        return exc.strerror
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        for attempt in cause.exceptions:
+            if isinstance(attempt, OSError) and attempt.strerror:
+                return attempt.strerror.rsplit("): ", 1)[-1]
+    return str(exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +152,7 @@ class Credential:
 class MirrorClient:
     """One connection. Use :func:`open_client` to create it."""
 
-    def __init__(self, stream: trio.SSLStream[trio.SocketStream], *, answer_pings: bool) -> None:
+    def __init__(self, stream: trio.SSLStream[trio.abc.Stream], *, answer_pings: bool) -> None:
         self.stream = stream
         self.answer_pings = answer_pings
         self.challenge: Challenge | None = None
@@ -218,8 +279,8 @@ async def open_client(
         ClientClosed: the TLS handshake failed.
     """
     context = context or client_context(identity, key)  # before the socket: it may raise
-    tcp = await trio.open_tcp_stream(host, port)
-    stream = trio.SSLStream(tcp, context, server_hostname=None)
+    tcp = _CountingStream(await trio.open_tcp_stream(host, port))
+    stream: trio.SSLStream[trio.abc.Stream] = trio.SSLStream(tcp, context, server_hostname=None)
     try:
         with trio.fail_after(handshake_timeout):
             await stream.do_handshake()
@@ -227,7 +288,9 @@ async def open_client(
         await trio.aclose_forcefully(stream)
         cause = exc.__cause__
         reason = str(getattr(cause, "reason", None) or cause or "closed during the handshake")
-        raise HandshakeFailed(f"TLS handshake failed: {cause!r}", reason) from exc
+        raise HandshakeFailed(
+            f"TLS handshake failed: {cause!r}", reason, before_tls=tcp.received == 0
+        ) from exc
     except BaseException:
         # A timeout or a cancellation mid-handshake must not leave the socket
         # for the garbage collector to find.
@@ -263,16 +326,23 @@ async def pair_device(
 
     Raises:
         HostIdentityChanged: the challenge names another host.
-        ClientClosed: the host refused (or the code was wrong).
+        HandshakeFailed: the code did not open TLS (wrong, expired, or refused before TLS).
+        PairingRefused: the code opened TLS but the host closed without ``paired``.
+        ClientClosed: the host sent an inconsistent credential.
     """
     async with open_client(host, port, PAIR_IDENTITY, code.encode()) as client:
-        challenge = await client.expect(Challenge)
-        assert isinstance(challenge, Challenge)
-        if expected_host_id is not None and challenge.host_id != expected_host_id:
-            raise HostIdentityChanged("host identity changed")
-        proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
-        await client.send(Pair(name=name, proof=proof))
-        paired = await client.expect(Paired)
+        try:
+            challenge = await client.expect(Challenge)
+            assert isinstance(challenge, Challenge)
+            if expected_host_id is not None and challenge.host_id != expected_host_id:
+                raise HostIdentityChanged("host identity changed")
+            proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
+            await client.send(Pair(name=name, proof=proof))
+            paired = await client.expect(Paired)
+        except HostIdentityChanged:
+            raise
+        except ClientClosed as exc:
+            raise PairingRefused("the host accepted the code but closed without pairing") from exc
         assert isinstance(paired, Paired)
         if paired.host_id != challenge.host_id or len(paired.key) != 32:
             raise ClientClosed("the host sent an inconsistent credential")

@@ -190,9 +190,12 @@ def _notice_line(text: str, local: tuple[int, int]) -> bytes:
     return _cup(rows, 1) + b"\x1b[0;7m" + line.encode() + b"\x1b[0m\x1b[K"
 
 
-def render_text(text: str, local: tuple[int, int], host: tuple[int, int]) -> tuple[bytes, bool]:
+def render_text(
+    text: str, local: tuple[int, int], host: tuple[int, int], *, detach: str = "Ctrl-]"
+) -> tuple[bytes, bool]:
     """A text frame's rows for the local terminal (controls neutralised); and whether
-    it was cropped. The newest rows are kept when there are too many."""
+    it was cropped. The newest rows are kept when there are too many. ``detach``
+    names the detach key in the notice."""
     columns, rows = max(1, local[0]), max(1, local[1])
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -207,18 +210,21 @@ def render_text(text: str, local: tuple[int, int], host: tuple[int, int]) -> tup
     if cropped:
         out += _notice_line(
             f" host pane {host[0]}x{host[1]} does not fit this {columns}x{rows} terminal: "
-            "showing the newest rows · Ctrl-] detaches ",
+            f"showing the newest rows · {detach} detaches ",
             (columns, rows),
         )
     return bytes(out), cropped
 
 
-def crop_notice(window: Window, host: tuple[int, int], local: tuple[int, int]) -> str:
-    """The one-line notice shown under a cropped pane."""
+def crop_notice(
+    window: Window, host: tuple[int, int], local: tuple[int, int], *, detach: str = "Ctrl-]"
+) -> str:
+    """The one-line notice shown under a cropped pane (``detach`` names the detach key)."""
     return (
         f" host pane {host[0]}x{host[1]} is larger than this {local[0]}x{local[1]} terminal: "
         f"columns {window.left + 1}-{window.left + window.columns}, "
-        f"rows {window.top + 1}-{window.top + window.rows} · resize to see all · Ctrl-] detaches "
+        f"rows {window.top + 1}-{window.top + window.rows} · resize to see all · "
+        f"{detach} detaches "
     )
 
 
@@ -226,7 +232,9 @@ class Presenter:
     """Turns frames into bytes for the user's terminal, undoing each frame's modes
     before the next one (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, detach: str = "Ctrl-]") -> None:
+        #: The detach key's name, for the notices.
+        self.detach = detach
         self._modes: tuple[ModeSet, ...] = ()
         self._kitty = False
         self._modify_other_keys = False
@@ -259,7 +267,8 @@ class Presenter:
         out = bytearray(SYNC_BEGIN)
         out += self.undo() + CLEAR
         if window.cropped:
-            out += _notice_line(crop_notice(window, host, local), local) + _cup(1, 1)
+            notice = crop_notice(window, host, local, detach=self.detach)
+            out += _notice_line(notice, local) + _cup(1, 1)
         out += filtered.data
         self._modes = filtered.modes
         self._kitty, self._modify_other_keys = filtered.kitty, filtered.modify_other_keys
@@ -269,7 +278,7 @@ class Presenter:
 
     def text(self, text: str, host: tuple[int, int], local: tuple[int, int]) -> bytes:
         """A text frame as one update (the cursor is hidden: there is nothing to type into)."""
-        rows, _ = render_text(text, local, host)
+        rows, _ = render_text(text, local, host, detach=self.detach)
         return SYNC_BEGIN + self.undo() + CLEAR + b"\x1b[?25l" + rows + SYNC_END
 
     def status(self, message: str, local: tuple[int, int]) -> bytes:

@@ -24,6 +24,17 @@ ALT_SCREEN_ON = b"\x1b[?1049h\x1b[H\x1b[2J"
 ALT_SCREEN_OFF = b"\x1b[?1049l"
 
 
+#: The characters the line discipline acts on before a program sees them.
+_SPECIAL_CHARACTERS = tuple(
+    getattr(termios, name)
+    for name in (
+        "VINTR", "VQUIT", "VSUSP", "VERASE", "VKILL", "VEOF", "VWERASE",
+        "VLNEXT", "VREPRINT", "VDISCARD", "VSTART", "VSTOP", "VDSUSP", "VSTATUS",
+    )
+    if hasattr(termios, name)
+)  # fmt: skip
+
+
 class TerminalUnavailable(ClientError):
     """There is no terminal to draw in (attach needs one)."""
 
@@ -70,6 +81,31 @@ class LocalTerminal:
             yield
         finally:
             termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
+
+    @contextmanager
+    def key_ends_line(self, key: bytes) -> Iterator[None]:
+        """While a line is typed (the pane prompt), ``key`` also ends it, with no Enter.
+
+        The terminal's second end-of-line character (``VEOL``) is set to ``key``, so
+        a line read from this terminal comes back at once, holding ``key``. A key
+        the line discipline would take for itself first (Ctrl-Q and Ctrl-S for flow
+        control, Ctrl-U to erase the line …) loses that meaning meanwhile.
+        """
+        saved = termios.tcgetattr(self.fd)
+        changed = termios.tcgetattr(self.fd)
+        characters = changed[6]
+        disabled = bytes([os.fpathconf(self.fd, "PC_VDISABLE") & 0xFF])
+        for index in _SPECIAL_CHARACTERS:
+            if characters[index] == key:
+                characters[index] = disabled
+        if key in (b"\x11", b"\x13"):  # Ctrl-Q, Ctrl-S: XON/XOFF
+            changed[0] &= ~termios.IXON
+        characters[termios.VEOL] = key
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, changed)
+            yield
+        finally:
+            termios.tcsetattr(self.fd, termios.TCSANOW, saved)
 
     @property
     def stream(self) -> trio.lowlevel.FdStream:

@@ -103,7 +103,7 @@ def advertised_address(
         return discover()
     if listening.is_loopback:
         return None, (
-            f"the host listens on {listen_host} only, which phones cannot reach; "
+            f"the host listens on {listen_host} only (loopback), which phones cannot reach; "
             "listen on 0.0.0.0 or a LAN address with --listen"
         )
     return listen_host, ""

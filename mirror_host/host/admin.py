@@ -8,7 +8,11 @@ JSON line back, ``{"ok": true, …}`` or ``{"ok": false, "error": …}``:
   ``payload`` (the QR object, or null with ``payloadError``);
 * ``{"op":"devices"}``: ``devices`` [{id, name, pairedAt, lastSeen, connected}];
 * ``{"op":"revoke","deviceID":"…"}`` or ``{"op":"revoke","all":true}``: ``revoked``;
-* ``{"op":"status"}``: listen address, ids, counts, pairing window state.
+* ``{"op":"status"}``: listen address, ids, counts, pairing window state;
+* ``{"op":"pairing","window":N}``: what became of window N (``pair`` replies
+  with its number): ``state`` ``open`` (``secondsLeft``), ``pairing``, ``paired``
+  (``device``), ``expired``, ``closed``, ``replaced``, ``failed`` or ``unknown``;
+* ``{"op":"closePairing"}`` (``"window":N``: only if N is the open one): ``closed``.
 
 The reply to ``pair`` carries the code: it is written to the requesting socket
 only, never logged.
@@ -16,6 +20,7 @@ only, never logged.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -33,8 +38,11 @@ from mirror_host.host.server import Host, PairingTicket
 
 __all__ = [
     "MAX_REQUEST_BYTES",
+    "MAX_SOCKET_PATH_BYTES",
     "AdminSocketBusy",
+    "AdminSocketError",
     "bind_admin_socket",
+    "check_socket_path",
     "device_entry",
     "serve_admin",
     "ticket_reply",
@@ -46,8 +54,46 @@ MAX_REQUEST_BYTES = 4096
 _IDLE_SECONDS = 30.0
 
 
-class AdminSocketBusy(MirrorHostError):
+class AdminSocketError(MirrorHostError):
+    """The admin socket cannot be created; the message says why and what to do."""
+
+
+class AdminSocketBusy(AdminSocketError):
     """Another host is already serving this state directory."""
+
+
+#: Unix socket paths must fit ``sun_path`` (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH_BYTES = 103
+
+
+def check_socket_path(path: Path) -> None:
+    """Refuse a socket path longer than Unix sockets allow (checked before anything is
+    created in the state directory).
+
+    Raises:
+        AdminSocketError: it is too long.
+    """
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH_BYTES:
+        raise AdminSocketError(
+            f"the state directory's path is too long for its admin socket ({path}: "
+            f"{size} bytes, Unix sockets allow {MAX_SOCKET_PATH_BYTES}); "
+            "choose a shorter --state-dir"
+        )
+
+
+def _socket_problem(path: Path, exc: OSError) -> AdminSocketError:
+    hints = {
+        errno.EROFS: "the state directory is on a read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EISDIR: "a directory of that name is in the way",
+        errno.ENOSPC: "the disk is full",
+    }
+    reason = hints.get(exc.errno or 0) or exc.strerror or str(exc)
+    return AdminSocketError(
+        f"cannot create the admin socket {path}: {reason}; choose another --state-dir"
+    )
 
 
 def _clear_stale_socket(path: Path) -> None:
@@ -57,7 +103,10 @@ def _clear_stale_socket(path: Path) -> None:
     try:
         probe.connect(str(path))
     except OSError:
-        path.unlink()  # nobody listens: a crashed host left it behind
+        try:
+            path.unlink()  # nobody listens: a crashed host left it behind
+        except OSError as exc:
+            raise _socket_problem(path, exc) from exc
     else:
         raise AdminSocketBusy(f"another mirror-host is running with this state directory ({path})")
     finally:
@@ -69,7 +118,10 @@ async def bind_admin_socket(path: Path) -> trio.SocketListener:
 
     Raises:
         AdminSocketBusy: a running host answers on ``path``.
+        AdminSocketError: the socket cannot be created there (too long a path, a
+            read-only file system …).
     """
+    check_socket_path(path)
     _clear_stale_socket(path)
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     try:
@@ -80,6 +132,9 @@ async def bind_admin_socket(path: Path) -> trio.SocketListener:
             os.umask(old_umask)
         os.chmod(path, 0o600)
         sock.listen(16)
+    except OSError as exc:
+        sock.close()
+        raise _socket_problem(path, exc) from exc
     except BaseException:
         sock.close()
         raise
@@ -92,6 +147,7 @@ def ticket_reply(ticket: PairingTicket) -> dict[str, Any]:
         "code": ticket.code,
         "expiresAt": ticket.expires_at,
         "port": ticket.port,
+        "window": ticket.number,
         "payload": None if ticket.payload is None else encode_struct(ticket.payload),
     }
     if ticket.payload_error:
@@ -173,4 +229,16 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         return {"ok": True, "revoked": removed}
     if op == "status":
         return {"ok": True, **(await host.status())}
-    return {"ok": False, "error": f"unknown op {op!r} (pair, devices, revoke, status)"}
+    if op in ("pairing", "closePairing"):
+        number = request.get("window")
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+            return {"ok": False, "error": "window is not a number"}
+        if op == "closePairing":
+            return {"ok": True, "closed": host.close_pairing_window(number)}
+        if number is None:
+            return {"ok": False, "error": "pairing needs a window number"}
+        return {"ok": True, **host.window_state(number)}
+    return {
+        "ok": False,
+        "error": f"unknown op {op!r} (pair, pairing, closePairing, devices, revoke, status)",
+    }

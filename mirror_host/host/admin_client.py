@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +19,29 @@ STATUS_FILE = "serve.json"
 
 
 def admin_request(
-    state_dir: Path, request: dict[str, Any], *, timeout: float = 10.0
+    state_dir: Path,
+    request: dict[str, Any],
+    *,
+    timeout: float = 10.0,
+    wait_for_host: float = 0.0,
 ) -> dict[str, Any]:
     """Send one request and return the reply.
+
+    ``wait_for_host``: seconds to wait for the socket to appear, for a host that
+    is still starting (``serve &`` followed at once by ``pair``).
 
     Raises:
         NoHostRunning: no socket, or nobody listening on it (message says which).
     """
     path = state_dir / ADMIN_SOCKET
+    deadline = time.monotonic() + wait_for_host
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
     if not path.exists():
+        waited = f" after waiting {wait_for_host:g} s" if wait_for_host else ""
         raise NoHostRunning(
             f"no mirror-host is running for state directory {state_dir} "
-            f"(no {path.name}); start one with `mirror-host serve`"
+            f"(no {path.name}{waited}); start one with `mirror-host serve`"
         )
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)

@@ -29,6 +29,7 @@ from typing import Protocol, TypeVarTuple, Unpack
 
 import trio
 
+from mirror_host.host.packet_log import PacketLog
 from mirror_host.session.connection import Session
 from mirror_host.session.events import ConnectionClosed, Event
 
@@ -64,6 +65,7 @@ class Connection:
         stream: trio.abc.Stream,
         session: Session,
         owner: ConnectionOwner,
+        log_packets: bool = False,
     ) -> None:
         self.number = number
         self.peer = peer
@@ -77,6 +79,8 @@ class Connection:
         self._output = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._closed_reported = False
+        #: ``--log-packets``: hex of each packet once logged in (host/packet_log.py).
+        self._packet_log = PacketLog(lambda: self.label) if log_packets else None
         session.set_waker(self._wake)
 
     def __repr__(self) -> str:
@@ -87,6 +91,11 @@ class Connection:
         """``#12 192.0.2.7:50412 (iPhone 3F2A…)`` for log lines."""
         who = f" ({self.device_label})" if self.device_label else ""
         return f"#{self.number} {self.peer}{who}"
+
+    @property
+    def _logged_in(self) -> bool:
+        """A device logged in on this connection (a pairing connection never does)."""
+        return self.session.device_id is not None
 
     def _wake(self) -> None:
         """The session queued bytes or closed (called by the session itself)."""
@@ -146,6 +155,8 @@ class Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 logger.debug("%s: receive failed: %r", self.label, exc)
                 data = b""
+            if self._packet_log is not None:
+                self._packet_log.received(bytes(data), logged_in=self._logged_in)
             self.session.receive_data(bytes(data), trio.current_time())
             await self._pump()
 
@@ -155,6 +166,8 @@ class Connection:
             self._output = trio.Event()
             data = session.data_to_send()
             if data:
+                if self._packet_log is not None:
+                    self._packet_log.sent(data, logged_in=self._logged_in)
                 try:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:

@@ -192,14 +192,28 @@ class Hub:
         ``listed`` at 0 is the first sign that a source is not reachable (Herdr keeps
         its last listing through an outage, so there it means "never read").
         """
+        listed = await self.source.list_panes()
         status: dict[str, Any] = {
-            "listed": len(await self.source.list_panes()),
+            "listed": len(listed),
             "subscribed": len(self._holders),
             "framesSent": self.frames_sent,
+            # The ids `attach --pane` takes, and which pane a device mirrors.
+            "items": [
+                {
+                    "id": str(pane.id).upper(),
+                    "title": pane.title,
+                    "directory": pane.directory,
+                    "subscribed": pane.id in self._holders,
+                }
+                for pane in listed
+            ],
         }
         statistics = getattr(self.source, "statistics", None)
         if callable(statistics):
             status["source"] = statistics()
+        health = getattr(self.source, "health", None)
+        if callable(health):  # why there may be no panes (no tmux server, Herdr away …)
+            status["health"] = health()
         return status
 
     # ------------------------------------------------------------ events

@@ -22,6 +22,7 @@ import errno
 import itertools
 import logging
 import math
+import os
 import secrets
 import socket
 import time
@@ -34,6 +35,7 @@ from uuid import UUID
 
 import trio
 
+from mirror_host import __version__
 from mirror_host.auth.devices import DeviceRegistry
 from mirror_host.auth.failures import FailureLog
 from mirror_host.auth.login import check_device_login, check_pairing, create_device
@@ -43,7 +45,7 @@ from mirror_host.auth.qr import (
     PairingPayload,
     build_pairing_payload,
 )
-from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, open_window
+from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, WindowFates, open_window
 from mirror_host.config import Endpoint
 from mirror_host.errors import ListenError, StoreError
 from mirror_host.host.addresses import advertised_address, unreachable_advertisement
@@ -52,6 +54,7 @@ from mirror_host.host.hub import Hub
 from mirror_host.host.store import DeviceStore
 from mirror_host.host.tls import (
     PskTable,
+    attempted_identity,
     build_server_context,
     negotiated_identity,
     reset_negotiated_identity,
@@ -74,6 +77,8 @@ HANDSHAKE_SECONDS = 5.0
 NONCE_BYTES = 32
 #: lastSeen is written at most this often (a login must not wait for fsync).
 LAST_SEEN_FLUSH_SECONDS = 1.0
+#: How long stopping may take (ending connections, saving the last lastSeen).
+STOP_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,8 @@ class PairingTicket:
     payload_error: str | None
     #: The TCP port clients dial, for typing the code by hand.
     port: int | None = None
+    #: The window's number, to ask later what became of it (``Host.window_state``).
+    number: int = 0
 
 
 class Host:
@@ -103,6 +110,7 @@ class Host:
         wall_clock: Callable[[], float] = time.time,
         pairing_window_seconds: float = WINDOW_SECONDS,
         max_connections: int = MAX_CONNECTIONS,
+        log_packets: bool = False,
     ) -> None:
         self.listen = listen
         self.advertise_address = advertise_address
@@ -114,6 +122,9 @@ class Host:
         self.tls = build_server_context()
         self.failures = FailureLog()
         self.window: PairingWindow | None = None
+        #: The open window's number, and how the earlier ones ended.
+        self.window_number: int | None = None
+        self.window_fates = WindowFates()
         self.connections: set[Connection] = set()
         #: The address actually bound (after ``serve`` started).
         self.bound: Endpoint | None = None
@@ -121,6 +132,8 @@ class Host:
         #: Prowl's windows last 60 s; tests shorten it to watch one expire.
         self.pairing_window_seconds = pairing_window_seconds
         self.max_connections = max_connections
+        #: ``--log-packets``: hex of every packet after login (docs/security.md).
+        self.log_packets = log_packets
         self._token_bytes = token_bytes
         self._wall_clock = wall_clock
         self._pending: deque[trio.CancelScope] = deque()
@@ -128,6 +141,7 @@ class Host:
         self._window_changed = trio.Event()
         self._last_seen_dirty = trio.Event()
         self._connections_changed = trio.Event()
+        self._started = trio.current_time()
         self._apply_psk_table()
 
     # ------------------------------------------------------------ serving
@@ -146,7 +160,14 @@ class Host:
         try:
             sockname = listeners[0].socket.getsockname()
             self.bound = Endpoint(str(sockname[0]), int(sockname[1]))
-            logger.info("listening on %s (host %s)", self.bound, self.registry.host_id)
+            everywhere = ""
+            if self.bound.host in ("0.0.0.0", "::"):
+                everywhere = (
+                    f", every network interface (the firewall must let TCP {self.bound.port} in)"
+                )
+            logger.info(
+                "listening on %s%s (host %s)", self.bound, everywhere, self.registry.host_id
+            )
             warning = unreachable_advertisement(self.listen.host, self.advertise_address)
             if warning is not None:
                 logger.warning("%s", warning)
@@ -157,10 +178,14 @@ class Host:
                 nursery.start_soon(self._flush_last_seen)
                 task_status.started(self.bound)
         finally:
-            # serve_listeners closes them too; this covers a failure before it ran.
-            for listener in listeners:
-                await trio.aclose_forcefully(listener)
-            with trio.CancelScope(shield=True), trio.move_on_after(2):
+            # Ctrl-C and SIGTERM arrive here as a cancellation, so every checkpoint
+            # below would raise Cancelled at once: the whole cleanup runs shielded,
+            # under a deadline of its own, or the last lastSeen and "stopped" are lost.
+            with trio.CancelScope(shield=True) as cleanup:
+                cleanup.deadline = trio.current_time() + STOP_SECONDS
+                # serve_listeners closes them too; this covers a failure before it ran.
+                for listener in listeners:
+                    await trio.aclose_forcefully(listener)
                 await self._stop()
 
     async def shutdown(self, *, grace_seconds: float = 2.0) -> None:
@@ -226,7 +251,8 @@ class Host:
                     return
             except trio.BrokenResourceError as exc:
                 self.failures.record(peer_host, trio.current_time())
-                logger.info("#%d %s TLS handshake failed: %s", number, peer, _tls_reason(exc))
+                reason = _tls_reason(exc, attempted_identity())
+                logger.info("#%d %s TLS handshake failed: %s", number, peer, reason)
                 await _send_alert(ssl_stream, stream)
                 return
             finally:
@@ -257,6 +283,7 @@ class Host:
             stream=ssl_stream,
             session=session,
             owner=self,
+            log_packets=self.log_packets,
         )
         if identity == PAIR_IDENTITY:
             connection.device_label = "pairing"
@@ -323,7 +350,8 @@ class Host:
             return
         # Single use: the window closes before we await anything, so a second
         # pairing racing this one finds it gone.
-        self._close_window()
+        number = self.window_number
+        self._close_window("pairing")
         device = create_device(
             event.name, now_unix=self._wall_clock(), token_bytes=self._token_bytes
         )
@@ -332,11 +360,15 @@ class Host:
             await self.store.save(self.registry)
         except StoreError as exc:
             logger.error("%s pairing failed: %s", connection.label, exc)
+            if number is not None:
+                self.window_fates.ended(number, "failed")
             self.registry = self.registry.without(device.id)
             session.close("the device store could not be written")
             return
         self._apply_psk_table()
         self.last_paired = device.name
+        if number is not None:
+            self.window_fates.ended(number, "paired", device.name)
         connection.device_label = f"{device.name} {device.identity}"
         session.send_paired(device.id, device.key)
         logger.info("%s paired a new device", connection.label)
@@ -351,7 +383,10 @@ class Host:
             token_bytes=self._token_bytes,
             seconds=self.pairing_window_seconds,
         )
+        if self.window is not None and self.window_number is not None:
+            self.window_fates.ended(self.window_number, "replaced")
         self.window = window
+        self.window_number = number = self.window_fates.opened()
         self._apply_psk_table()
         self._window_changed.set()
         payload: PairingPayload | None = None
@@ -371,7 +406,7 @@ class Host:
         expires_at = math.ceil(window.opened_at_unix + self.pairing_window_seconds)
         logger.info("pairing window opened for %g s", self.pairing_window_seconds)
         port = self.bound.port if self.bound else None
-        return PairingTicket(window.code, expires_at, payload, error, port)
+        return PairingTicket(window.code, expires_at, payload, error, port, number)
 
     def pairing_state(self) -> dict[str, Any]:
         """Whether a window is open, and for how long still."""
@@ -381,12 +416,40 @@ class Host:
         return {
             "open": True,
             "secondsLeft": max(0, int(window.deadline - trio.current_time())),
+            "window": self.window_number,
             "lastPaired": self.last_paired,
         }
 
-    def _close_window(self) -> None:
+    def window_state(self, number: int) -> dict[str, Any]:
+        """What became of window ``number``: ``open`` (with ``secondsLeft``), or how it
+        ended (``pairing`` while the device is saved, ``paired`` with the ``device``
+        name, ``expired``, ``closed``, ``replaced``, ``failed``), or ``unknown``."""
+        window = self.window
+        if number == self.window_number and window is not None:
+            if window.is_open(trio.current_time()):
+                left = max(0, int(window.deadline - trio.current_time()))
+                return {"state": "open", "secondsLeft": left}
+            return {"state": "expired"}
+        fate = self.window_fates.fate(number)
+        if fate is None:
+            return {"state": "unknown"}
+        state, device = fate
+        return {"state": state, "device": device} if device else {"state": state}
+
+    def close_pairing_window(self, number: int | None = None) -> bool:
+        """Close the open window (only if it is ``number``, when given); whether one closed."""
+        if self.window is None or (number is not None and number != self.window_number):
+            return False
+        self._close_window("closed")
+        logger.info("pairing window closed")
+        return True
+
+    def _close_window(self, fate: str) -> None:
         if self.window is not None:
+            if self.window_number is not None:
+                self.window_fates.ended(self.window_number, fate)
             self.window = None
+            self.window_number = None
             self._apply_psk_table()
             self._window_changed.set()
 
@@ -399,7 +462,7 @@ class Host:
                 with trio.move_on_at(window.deadline):
                     await self._window_changed.wait()
                 if self.window is window and not window.is_open(trio.current_time()):
-                    self._close_window()
+                    self._close_window("expired")
                     logger.info("pairing window expired")
             self._window_changed = trio.Event()
 
@@ -425,7 +488,7 @@ class Host:
         await self.store.save(after)
         self.registry = after
         if device_id is None:
-            self._close_window()
+            self._close_window("closed")
             for scope in list(self._pending):
                 scope.cancel()
         self._apply_psk_table()
@@ -449,6 +512,10 @@ class Host:
     async def status(self) -> dict[str, Any]:
         """A summary for ``mirror-host status``."""
         return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptimeSeconds": int(trio.current_time() - self._started),
+            "stateDir": str(self.store.state_dir),
             "listen": str(self.bound) if self.bound else None,
             "hostID": str(self.registry.host_id).upper(),
             "hostRunID": str(self.host_run_id).upper(),
@@ -470,12 +537,38 @@ def _tune_keepalive(stream: trio.SocketStream) -> None:
         pass
 
 
-def _tls_reason(exc: BaseException) -> str:
+def _tls_reason(exc: BaseException, attempted: str | None) -> str:
+    """Why a handshake failed, in words (not OpenSSL's reason names).
+
+    ``attempted``: the kind of identity the client offered (``pair``, ``device``,
+    ``unknown``), which tells a wrong pairing code from a revoked device.
+    """
     cause = exc.__cause__
     if cause is None:
-        return "peer closed during the handshake"
-    reason = getattr(cause, "reason", None)
-    return str(reason or cause.__class__.__name__)
+        return "the client closed the connection during the handshake"
+    reason = str(getattr(cause, "reason", None) or cause).upper().replace(" ", "_")
+    if "PSK_IDENTITY_NOT_FOUND" in reason:
+        if attempted == "pair":
+            return "a pairing code, but no pairing window is open (it expired, or was used)"
+        return "unknown or revoked device"
+    if "BAD_RECORD_MAC" in reason or "DECRYPT" in reason:
+        if attempted == "pair":
+            return "wrong or expired pairing code"
+        return "wrong key for a paired device (its credential does not match this host's)"
+    for name, words in _TLS_REASONS.items():
+        if name in reason:
+            return words
+    return f"TLS error ({reason})"
+
+
+#: OpenSSL's reasons a client that is no Prowl client (or a broken one) gets.
+_TLS_REASONS = {
+    "UNSUPPORTED_PROTOCOL": "the client does not offer TLS 1.2, the only version Prowl uses",
+    "WRONG_VERSION_NUMBER": "the client does not offer TLS 1.2, the only version Prowl uses",
+    "NO_SHARED_CIPHER": "the client does not offer ECDHE-PSK-CHACHA20-POLY1305",
+    "HTTP_REQUEST": "an HTTP request, not a Prowl client",
+    "UNEXPECTED_EOF": "the client closed the connection during the handshake",
+}
 
 
 #: What to do about the usual reasons a listen address cannot be bound.

@@ -21,7 +21,7 @@ import trio
 from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
-from mirror_host.host.admin import bind_admin_socket, serve_admin
+from mirror_host.host.admin import bind_admin_socket, check_socket_path, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
 from mirror_host.host.server import Host, PairingTicket
@@ -47,13 +47,15 @@ async def run_host(
 
     Raises:
         StoreError: the device store cannot be read or created.
-        AdminSocketBusy: another host serves this state directory.
+        AdminSocketError: another host serves this state directory (``AdminSocketBusy``),
+            or the admin socket cannot be created there.
         ListenError: the listen address cannot be bound.
     """
     state_dir = Path(config.state.dir)
+    admin_path = state_dir / ADMIN_SOCKET
+    check_socket_path(admin_path)  # before the directory and the store are created
     store = DeviceStore(state_dir)
     registry = store.load_or_create()
-    admin_path = state_dir / ADMIN_SOCKET
     status_path = state_dir / STATUS_FILE
     admin_listener = await bind_admin_socket(admin_path)
     try:
@@ -66,6 +68,7 @@ async def run_host(
             hub=hub,
             pairing_window_seconds=pairing_window_seconds,
             max_connections=config.server.max_connections,
+            log_packets=config.log.packets,
         )
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(host.serve)
@@ -86,7 +89,9 @@ async def run_host(
             task_status.started(host)
     finally:
         # Closed here too: when the TCP port cannot be bound, serve_admin never ran.
-        await trio.aclose_forcefully(admin_listener)
+        # Shielded: a cancelled caller would otherwise skip removing the files.
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(admin_listener)
         for path in (status_path, admin_path):
             try:
                 path.unlink()

@@ -11,6 +11,7 @@ would silently unpair every device.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import uuid
@@ -24,6 +25,8 @@ from mirror_host.errors import StoreError
 __all__ = ["DeviceStore", "ensure_private_dir", "write_atomic"]
 
 STORE_NAME = "devices.json"
+
+logger = logging.getLogger(__name__)
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -107,16 +110,53 @@ class DeviceStore:
     def load(self) -> DeviceRegistry | None:
         """The stored registry, or ``None`` when there is no store yet.
 
+        A store other users could read (a backup restored with the wrong mode) is
+        made private again, as ssh insists on private keys, and that is logged:
+        its keys may have been read.
+
         Raises:
-            StoreError: the file exists but cannot be read or parsed.
+            StoreError: the file exists but cannot be read or parsed, belongs to
+                another user, or cannot be made private.
         """
         try:
-            data = self.path.read_bytes()
+            fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot read the device store ({exc.strerror})") from exc
+        try:
+            self._make_private(fd)
+            with os.fdopen(fd, "rb", closefd=False) as file:
+                data = file.read()
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read the device store ({exc.strerror})") from exc
+        finally:
+            os.close(fd)
         return decode_registry(data, origin=str(self.path))
+
+    def _make_private(self, fd: int) -> None:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid():
+            raise StoreError(
+                f"{self.path}: the device store belongs to another user; "
+                "run as that user or choose another --state-dir"
+            )
+        mode = stat.S_IMODE(info.st_mode)
+        if not mode & 0o077:
+            return
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError as exc:
+            raise StoreError(
+                f"{self.path}: other users can read the device store (mode {mode:04o}) and it "
+                f"cannot be made private ({exc.strerror}): run `chmod 600 {self.path}`"
+            ) from exc
+        logger.warning(
+            "%s was readable by other users (mode %04o); made it private (0600). If anyone "
+            "else could read it, revoke every device (`mirror-host revoke --all`) and pair again",
+            self.path,
+            mode,
+        )
 
     def load_or_create(self) -> DeviceRegistry:
         """Load the store, creating it (with a new host id) on first use.

@@ -32,11 +32,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.errors import TLSUnsupported
 
 __all__ = [
     "CIPHER",
     "PskTable",
+    "attempted_identity",
     "build_server_context",
     "negotiated_identity",
     "psk_backend",
@@ -48,6 +50,12 @@ CIPHER = "ECDHE-PSK-CHACHA20-POLY1305"
 
 _identity: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mirror_host_psk_identity", default=None
+)
+#: What kind of identity the current task's last handshake offered (for the log
+#: line of a failed handshake): ``pair``, ``device`` (one with a key) or ``unknown``.
+#: Never the identity itself: a failed one may be any string an attacker chose.
+_attempted: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mirror_host_psk_attempted", default=None
 )
 
 
@@ -75,6 +83,7 @@ class _TableHolder:
         # Record only identities that have a key: a failed lookup ends the
         # handshake anyway, and an attacker-chosen string is never stored.
         _identity.set(identity if key else None)
+        _attempted.set("pair" if identity == PAIR_IDENTITY else "device" if key else "unknown")
         return key
 
 
@@ -83,9 +92,16 @@ def negotiated_identity() -> str | None:
     return _identity.get()
 
 
+def attempted_identity() -> str | None:
+    """What the current task's last handshake offered: ``pair``, ``device``, ``unknown``
+    (``None``: it never reached the PSK callback)."""
+    return _attempted.get()
+
+
 def reset_negotiated_identity() -> None:
     """Forget the identity before a new handshake in this task."""
     _identity.set(None)
+    _attempted.set(None)
 
 
 def psk_backend() -> str:

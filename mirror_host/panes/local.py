@@ -14,6 +14,7 @@ import fcntl
 import logging
 import os
 import pwd
+import shutil
 import signal
 import struct
 import subprocess
@@ -49,12 +50,54 @@ logger = logging.getLogger(__name__)
 
 _READ_BYTES = 65_536
 _REPLY_QUEUE = 256
+#: ``--local-respawn``: the first wait before starting the panes again; it doubles
+#: (up to the maximum) while they keep exiting within the stable time.
+RESPAWN_FIRST_SECONDS = 1.0
+RESPAWN_MAX_SECONDS = 60.0
+RESPAWN_STABLE_SECONDS = 10.0
+#: Said (once per time it happens) when the last pane exits without ``--local-respawn``.
+EMPTY_HINT = (
+    "every local pane has exited, so there is nothing to mirror: open a new one from "
+    "Prowl (New Pane), restart the host, or run it with --local-respawn"
+)
 
 
 def default_shell_command() -> list[str]:
-    """The user's login shell, started as a login shell."""
-    shell = os.environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
-    return [shell, "-l"]
+    """The user's login shell, started as a login shell.
+
+    ``$SHELL`` first, then the account's shell, then ``/bin/sh``: the first that
+    names a program this machine can run (a ``$SHELL`` left over from another
+    machine or container is warned about, not fatal).
+    """
+    candidates = [os.environ.get("SHELL") or "", _account_shell(), "/bin/sh"]
+    for index, shell in enumerate(candidates):
+        if shell and shutil.which(shell):
+            if index > 0 and candidates[0]:
+                logger.warning(
+                    "$SHELL is %s, which is not a program here; using %s instead "
+                    "(fix SHELL, or give --local-command CMD)",
+                    candidates[0],
+                    shell,
+                )
+            return [shell, "-l"]
+    return ["/bin/sh", "-l"]
+
+
+def _start_directory() -> str:
+    """Where panes start: the current directory, or home when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        home = os.path.expanduser("~")
+        logger.warning("the current directory no longer exists; local panes start in %s", home)
+        return home
+
+
+def _account_shell() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_shell
+    except KeyError:  # no passwd entry (some containers)
+        return ""
 
 
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
@@ -112,11 +155,17 @@ class LocalSource:
         rows: int = 40,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        respawn: bool = False,
     ) -> None:
         self._commands = list(commands)
+        #: Start the panes again when the last one exits (``--local-respawn``).
+        self.respawn = respawn
+        self._started = 0.0
+        self._respawn_delay = RESPAWN_FIRST_SECONDS
+        self._respawning = False
         self._columns = columns
         self._rows = rows
-        self._cwd = cwd or os.getcwd()
+        self._cwd = cwd or _start_directory()
         self._env = env
         self._panes: dict[UUID, LocalPane] = {}
         self._nursery: trio.Nursery | None = None
@@ -126,23 +175,66 @@ class LocalSource:
     # ------------------------------------------------------------ lifecycle
 
     async def run(self) -> None:
-        """Spawn every command and pump its output until cancelled."""
+        """Spawn every command and pump its output until cancelled.
+
+        Raises:
+            PaneSourceError: a pane could not be started at all (the message says which).
+        """
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                if self._commands:
-                    programs = [(command, ["/bin/sh", "-c", command]) for command in self._commands]
-                else:
-                    shell = default_shell_command()
-                    programs = [(Path(shell[0]).name, shell)]
-                for command, argv in programs:
-                    self.spawn(argv, label=command)
+                self._spawn_all()
                 await trio.sleep_forever()
         finally:
             self._nursery = None
             for pane in list(self._panes.values()):
                 self._terminate(pane)
             self._panes.clear()
+
+    def _spawn_all(self) -> None:
+        if self._commands:
+            programs = [(command, ["/bin/sh", "-c", command]) for command in self._commands]
+        else:
+            shell = default_shell_command()
+            programs = [(Path(shell[0]).name, shell)]
+        self._started = time.monotonic()
+        for command, argv in programs:
+            self.spawn(argv, label=command)
+
+    def health(self) -> dict[str, str]:
+        """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
+        live = len(self.live_panes())
+        if live:
+            return {"kind": "local", "state": "running", "detail": f"{live} pane(s) running"}
+        if self._respawning:
+            detail = "every pane has exited; starting them again (--local-respawn)"
+            return {"kind": "local", "state": "respawning", "detail": detail}
+        return {"kind": "local", "state": "empty", "detail": EMPTY_HINT}
+
+    def _last_pane_exited(self) -> None:
+        """Every pane is gone: start them again (``respawn``), or say what to do."""
+        if self._nursery is None or self.live_panes():
+            return
+        if not self.respawn:
+            logger.warning("%s", EMPTY_HINT)
+            return
+        if time.monotonic() - self._started < RESPAWN_STABLE_SECONDS:
+            self._respawn_delay = min(self._respawn_delay * 2, RESPAWN_MAX_SECONDS)
+        else:
+            self._respawn_delay = RESPAWN_FIRST_SECONDS
+        logger.info("every pane has exited; starting them again in %g s", self._respawn_delay)
+        self._respawning = True
+        self._nursery.start_soon(self._respawn, self._respawn_delay)
+
+    async def _respawn(self, delay: float) -> None:
+        await trio.sleep(delay)
+        self._respawning = False
+        if self.live_panes():  # `create` opened one meanwhile
+            return
+        try:
+            self._spawn_all()
+        except PaneSourceError as exc:
+            logger.error("cannot start the panes again: %s", exc)
 
     def spawn(self, argv: list[str], *, label: str, cwd: str | None = None) -> UUID:
         """Start one more pane running ``argv`` (the ``create`` command); its id.
@@ -182,6 +274,9 @@ class LocalSource:
         except OSError as exc:
             os.close(master_fd)
             os.close(slave_fd)
+            where = cwd or self._cwd
+            if not os.path.isdir(where):
+                raise PaneSourceError(f"cannot start {command!r}: no directory {where}") from exc
             raise PaneSourceError(f"cannot start {command!r}: {exc.strerror}") from exc
         os.close(slave_fd)
         pane_id = uuid.uuid4()
@@ -209,18 +304,23 @@ class LocalSource:
         return pane
 
     async def _pump(self, pane: LocalPane) -> None:
+        exited = False  # the program ended (not the host stopping)
         try:
             while True:
                 try:
                     data = await pane.master.receive_some(_READ_BYTES)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    break  # EIO: the last process holding the PTY is gone
+                    exited = True  # EIO: the last process holding the PTY is gone
+                    break
                 if not data:
+                    exited = True
                     break
                 pane.screen.feed(data)
                 pane.watchers.notify()
         finally:
             await self._retire(pane)
+        if exited:
+            self._last_pane_exited()
 
     async def _write_replies(self, pane: LocalPane) -> None:
         async for data in pane.reply_receive:

@@ -11,6 +11,11 @@ have changed, and the host sends the next frame as soon as the client's gate is
 open. A source that cannot push is sampled every 200 ms instead. ``watch`` is
 also where a source starts per-pane machinery (an observe stream, say) and where
 it stops it when the last subscriber leaves.
+
+Two optional methods feed ``mirror-host status`` (the hub looks them up by
+name): ``health() -> {"kind", "state", "detail"}``, which says why a source lists
+no panes (no tmux server, Herdr not running, every local pane exited), and
+``statistics()``, counters of its own.
 """
 
 from __future__ import annotations

@@ -259,6 +259,8 @@ class TmuxSource:
         self._listed = trio.Event()
         #: When each pane last got raw input from a client (agent delivery checks it).
         self.input_activity = InputActivity()
+        #: Why the server cannot be listed right now (``None``: it can, or not tried yet).
+        self._problem: str | None = None
 
     # ------------------------------------------------------------ running
 
@@ -273,6 +275,7 @@ class TmuxSource:
                 try:
                     await self._refresh()
                     backoff = 1.0
+                    self._problem = None
                     if reachable is not True:
                         logger.info(
                             "following tmux on %s; panes listed: %d", self._where, len(self._panes)
@@ -281,6 +284,7 @@ class TmuxSource:
                     await self._relist.wait()
                     await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
                 except PaneSourceError as exc:  # unreachable, or tmux refusing to list
+                    self._problem = str(exc)
                     self._forget_all()
                     if reachable is not False:
                         logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
@@ -293,6 +297,15 @@ class TmuxSource:
     async def wait_listed(self) -> None:
         """Wait for the first pane listing (tests and start-up)."""
         await self._listed.wait()
+
+    def health(self) -> dict[str, str]:
+        """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
+        if self._problem is not None:
+            detail = f"{self._problem}; retrying (up to every {_MAX_BACKOFF_SECONDS:g} s)"
+            return {"kind": "tmux", "state": "unreachable", "detail": detail}
+        if not self._listed.is_set():
+            return {"kind": "tmux", "state": "starting", "detail": f"reading {self._where}"}
+        return {"kind": "tmux", "state": "following", "detail": self._where}
 
     def request_relist(self) -> None:
         """Something changed: read the pane list again (debounced)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -12,11 +13,32 @@ import pytest
 import trio
 
 from mirror_host.client.client import Credential, pair_device
-from mirror_host.config import Config, Endpoint, LocalSettings, ServerSettings, StateSettings
+from mirror_host.config import (
+    Config,
+    Endpoint,
+    LocalSettings,
+    LogSettings,
+    ServerSettings,
+    StateSettings,
+)
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
 from mirror_host.panes.source import PaneSource
+
+
+@pytest.fixture
+def host_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` with mirror-host's INFO records, also after a test that configured
+    logging the way `serve` does (which stops them propagating to pytest)."""
+    logger = logging.getLogger("mirror_host")
+    propagate = logger.propagate
+    caplog.set_level(logging.INFO, logger="mirror_host")
+    logger.propagate = True
+    try:
+        yield caplog
+    finally:
+        logger.propagate = propagate
 
 
 @pytest.fixture
@@ -29,11 +51,14 @@ def state_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def host_config(state_dir: Path, *, advertise: str | None = "192.0.2.10") -> Config:
+def host_config(
+    state_dir: Path, *, advertise: str | None = "192.0.2.10", log_packets: bool = False
+) -> Config:
     return Config(
         server=ServerSettings(listen=Endpoint("127.0.0.1", 0), advertise_address=advertise),
         state=StateSettings(dir=str(state_dir)),
         local=LocalSettings(columns=80, rows=24),
+        log=LogSettings(packets=log_packets),
     )
 
 
@@ -43,6 +68,7 @@ async def running_host(
     source: PaneSource | None = None,
     *,
     window_seconds: float = 60.0,
+    log_packets: bool = False,
 ) -> AsyncIterator[Host]:
     """Run a host in this test's task tree; stop it (and its PTYs) on exit."""
     source = source or LocalSource(["cat"], columns=80, rows=24)
@@ -50,7 +76,7 @@ async def running_host(
         async with trio.open_nursery() as nursery:
             host: Host = await nursery.start(
                 lambda task_status: run_host(
-                    host_config(state_dir),
+                    host_config(state_dir, log_packets=log_packets),
                     source,
                     pairing_window_seconds=window_seconds,
                     task_status=task_status,

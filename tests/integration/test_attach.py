@@ -15,7 +15,17 @@ from pathlib import Path
 import pytest
 import trio
 
+from mirror_host.client.address import parse_address
+from mirror_host.client.attach import (
+    AttachError,
+    AttachOptions,
+    device_name,
+    list_panes,
+    obtain_credential,
+)
+from mirror_host.client.chooser import LOCKED_OUT
 from mirror_host.client.client import Credential, login
+from mirror_host.client.credentials import CredentialStore
 from mirror_host.control import Intent, ListPanes, Panes, Representation, Subscribe, Subscribed
 from mirror_host.panes.local import LocalSource
 from tests.integration.conftest import port_of, running_host
@@ -147,6 +157,38 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
             assert "mirror-host: another device took over the pane" in shown
 
 
+@pytest.mark.slow
+async def test_the_chooser_shows_ids_and_the_detach_key_quits_it(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    source = LocalSource(["sh", "sh"], columns=80, rows=24, env={**os.environ, "PS1": "remote$ "})
+    async with running_host(state_dir, source) as host, tmux_shell(tmp_path) as tmux:
+        address = f"127.0.0.1:{port_of(host)}"
+        code = host.open_pairing_window().code
+        await tmux.type(
+            f"{ATTACH} {address} --code {code} --name 'Lab Laptop' --detach-key ctrl-q; "
+            "echo EXIT=$?",
+            "Enter",
+        )
+        shown = await tmux.wait_for("Ctrl-Q quits")
+        for pane in await source.list_panes():
+            assert f"id {str(pane.id).upper()[:8]}" in shown
+        assert [device.name for device in host.registry.devices] == ["Lab Laptop"]
+        await tmux.type("C-q")  # no Enter: the detach key ends the prompt by itself
+        shown = await tmux.wait_for("EXIT=0")
+        assert "mirror-host: no pane chosen" in shown
+        await tmux.type(
+            "clear; " + f"{ATTACH} {address} --detach-key ^q --pane 2; echo EXIT=$?", "Enter"
+        )
+        await tmux.wait_alternate(True)
+        await tmux.wait_for("remote$")
+        await tmux.type("C-]")  # not the detach key now: it goes to the pane
+        await tmux.type("C-q")
+        await tmux.wait_alternate(False)
+        shown = await tmux.wait_for("EXIT=0")
+        assert "mirror-host: detached from 'sh'" in shown
+
+
 async def _attach(config_home: Path, *args: str) -> tuple[int, str]:
     result = await trio.run_process(
         [*MIRROR_HOST, "attach", *args],
@@ -169,18 +211,68 @@ async def test_attach_refusals_are_one_clear_line(state_dir: Path, tmp_path: Pat
             f"mirror-host: this device is not paired with {address}: run again with --code CODE "
             "(from `mirror-host pair` on the host, or Prowl's Add a Device)\n"
         )
-        status, err = await _attach(tmp_path, address, "--code", "ABCD-2345")
+        # Without a terminal it stops before pairing: the code is not used up.
+        ticket = host.open_pairing_window()
+        status, err = await _attach(tmp_path, address, "--code", ticket.code)
         assert status == 1 and err.count("\n") == 1
-        assert "pairing with" in err and "the code is wrong or has expired" in err
-        # It pairs and keeps the credential, then needs a terminal this process lacks.
+        assert "interactive terminal" in err and "paired with" not in err
+        assert host.window is not None and host.registry.devices == ()
+        assert not (tmp_path / "mirror-host" / "credentials.json").exists()
+        # What the user is told about the pairing itself (the same line attach prints).
+        store = CredentialStore(tmp_path / "credentials.json")
+        with pytest.raises(AttachError) as wrong:
+            await obtain_credential(_options(address, "ABCD-2345"), store, print)
+        assert str(wrong.value).startswith(f"pairing with {address} failed: ")
+        assert "the code is wrong or has expired" in str(wrong.value)
+        said: list[str] = []
         code = host.open_pairing_window().code
-        status, err = await _attach(tmp_path, address, "--code", code)
-        assert "paired with" in err and "interactive terminal" in err and status == 1
+        credential = await obtain_credential(_options(address, code), store, said.append)
+        assert said == [f"paired with {address} as {device_name()!r}"]
         await host.revoke(None)
-        status, err = await _attach(tmp_path, address)
-        assert status == 1
-        assert err.endswith("does not know this device (it was revoked or unpaired): "
-                            "pair again with --code CODE\n")  # fmt: skip
+        with pytest.raises(AttachError) as revoked:
+            await list_panes(_options(address).address, credential)
+        assert str(revoked.value).endswith(
+            "does not know this device (it was revoked or unpaired): pair again with --code CODE"
+        )
+
+
+def _options(address: str, code: str | None = None, **more: object) -> AttachOptions:
+    return AttachOptions(address=parse_address(address), code=code, **more)  # type: ignore[arg-type]
+
+
+async def test_a_locked_out_address_is_told_to_wait(state_dir: Path, tmp_path: Path) -> None:
+    async with running_host(state_dir) as host:
+        address = f"127.0.0.1:{port_of(host)}"
+        code = host.open_pairing_window().code
+        for _ in range(12):  # as many failures as the lock-out needs, as a guesser leaves
+            host.failures.record("127.0.0.1", trio.current_time())
+        with pytest.raises(AttachError) as locked:
+            await obtain_credential(
+                _options(address, code), CredentialStore(tmp_path / "c.json"), print
+            )
+        assert str(locked.value) == f"{address} {LOCKED_OUT}"
+        assert "wait a minute" in LOCKED_OUT
+        assert host.window is not None  # refused before TLS: the code is still good
+
+
+async def test_a_pairing_the_host_cannot_save_is_not_called_a_wrong_code(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    async with running_host(state_dir) as host:
+        address = f"127.0.0.1:{port_of(host)}"
+        code = host.open_pairing_window().code
+        store_file = state_dir / "devices.json"
+        store_file.unlink()
+        store_file.mkdir()  # the host cannot replace it: "could not save the device"
+        with pytest.raises(AttachError) as refused:
+            await obtain_credential(
+                _options(address, code, name="Kept Name"),
+                CredentialStore(tmp_path / "c.json"),
+                print,
+            )
+        message = str(refused.value)
+        assert message.startswith(f"{address} accepted the code but refused to pair this device")
+        assert "wrong" not in message and "log" in message
 
 
 class CuttableProxy:

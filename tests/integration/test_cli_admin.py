@@ -20,7 +20,8 @@ import trio
 from mirror_host.auth.qr import parse_pairing_payload
 from mirror_host.cli import build_parser
 from mirror_host.cli_serve import _warn_about_ignored_flags
-from mirror_host.client.client import login, pair_device
+from mirror_host.client.client import HandshakeFailed, login, pair_device
+from mirror_host.host.store import DeviceStore
 from tests.integration.mirror_helpers import list_panes
 
 pytestmark = pytest.mark.timeout(60)
@@ -181,8 +182,7 @@ def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
     process = subprocess.Popen(
         [
             sys.executable, "-m", "mirror_host", "serve", "--local-command", "cat",
-            "--listen", "127.0.0.1:0", "--advertise-address", "127.0.0.1",
-            "--state-dir", str(state_dir),
+            "--listen", "127.0.0.1:0", "--state-dir", str(state_dir),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -228,14 +228,42 @@ def test_commands_without_a_host_say_so(state_dir: Path) -> None:
 
 
 def test_configuration_errors_name_the_key(state_dir: Path, tmp_path: Path) -> None:
+    # check-config (and serve) refuse them; the admin commands warn and go on (below).
     config = tmp_path / "mh.toml"
     config.write_text('[server]\nlisten = "0.0.0.0:7880"\nbogus = 1\n')
-    result = cli(state_dir, "status", "--config", str(config))
+    result = cli(state_dir, "check-config", "--config", str(config))
     assert result.returncode == 2
     assert "server.bogus" in result.stderr and str(config) in result.stderr
     env = {**os.environ, "MIRROR_HOST_NOPE": "1"}
-    result = cli(state_dir, "status", env=env)
+    result = cli(state_dir, "check-config", env=env)
     assert result.returncode == 2 and "MIRROR_HOST_NOPE" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_configuration_typo_does_not_block_the_admin_commands(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "mh.toml"
+    config.write_text('[server]\nlisten = "0.0.0.0:7880"\nbogus = 1\n[log]\nlevel = "loud"\n')
+    env = {**os.environ, "MIRROR_HOST_CONFIG": str(config), "MIRROR_HOST_NOPE": "1"}
+    devices = cli(state_dir, "devices", env=env)
+    assert devices.returncode == 0, devices.stderr
+    assert "No paired devices" in devices.stdout
+    warnings = [line for line in devices.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 3
+    for name in ("server.bogus", "log.level", "MIRROR_HOST_NOPE"):
+        assert any(name in line and "ignoring" in line for line in warnings), devices.stderr
+    # The state directory still comes from the settings that are right.
+    other = tmp_path / "elsewhere"
+    config.write_text(f'[state]\ndir = "{other}"\n[server]\nbogus = 1\n')
+    plain = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "revoke", "--all"],
+        capture_output=True, text=True, timeout=30, env=env,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    assert f"state directory {other}" in plain.stderr and plain.stdout == "no paired devices\n"
+    serve = cli(state_dir, "serve", "--listen", "127.0.0.1:0", env=env)
+    assert serve.returncode == 2 and "server.bogus" in serve.stderr
 
 
 def test_help_explains_every_command() -> None:
@@ -273,6 +301,27 @@ async def test_sigterm_tells_subscribers_the_host_stopped(
     assert await trio.to_thread.run_sync(lambda: process.wait(timeout=20)) == 0
 
 
+@pytest.mark.slow
+async def test_sigterm_right_after_a_login_keeps_its_last_seen_and_logs_the_stop(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, process = served
+    ticket = json.loads(
+        (await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json"))).stdout
+    )
+    credential = await pair_device("127.0.0.1", port, ticket["code"], "Last Second")
+    before = time.time()
+    async with login("127.0.0.1", port, credential):
+        # Within the second lastSeen waits before it is written: only the stop saves it.
+        process.send_signal(signal.SIGTERM)
+        _, log = await trio.to_thread.run_sync(lambda: process.communicate(timeout=20))
+    assert process.returncode == 0
+    assert any(line.endswith("mirror_host.host.server: stopped") for line in log.splitlines()), log
+    stored = json.loads((state_dir / "devices.json").read_text())["devices"]
+    assert [d["id"] for d in stored] == [credential.identity]
+    assert stored[0]["lastSeen"] is not None and stored[0]["lastSeen"] >= before - 1
+
+
 def test_flags_of_another_source_are_named_as_ignored(caplog: pytest.LogCaptureFixture) -> None:
     args = build_parser().parse_args(
         ["serve", "--source", "tmux", "--local-command", "cat", "--tmux-socket", "x"]
@@ -293,3 +342,298 @@ def test_an_unknown_flag_shows_the_sub_commands_usage(state_dir: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("usage: mirror-host status ")
     assert "mirror-host status: error: unrecognized arguments: --bogus" in result.stderr
+
+
+# ---------------------------------------------------------------- a new user's first hour
+
+
+def _waiting_pair(state_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    """`mirror-host pair` left waiting, and the code it shows."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror_host", "pair", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("    ") and len(line.strip()) == 9 and line.strip()[4] == "-":
+            return process, line.strip().replace("-", "")
+    raise AssertionError(f"pair showed no code: {process.communicate()}")
+
+
+def _rest(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """What a `_waiting_pair` prints after its code, once it has exited."""
+    assert process.stdout is not None and process.stderr is not None
+    with process.stdout, process.stderr:
+        out = process.stdout.read()  # through the buffer the code was read from
+        err = process.stderr.read()
+    process.wait(timeout=20)
+    return out, err
+
+
+@pytest.mark.slow
+async def test_a_waiting_pair_knows_its_own_window(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, _ = served
+    # A newer window replaces the code: the waiting pair says so, and never "Paired".
+    first, _ = await trio.to_thread.run_sync(lambda: _waiting_pair(state_dir))
+    newer = json.loads(
+        (await trio.to_thread.run_sync(lambda: cli(state_dir, "pair", "--json"))).stdout
+    )
+    await pair_device("127.0.0.1", port, newer["code"], "Other Phone")
+    out, _ = await trio.to_thread.run_sync(lambda: _rest(first))
+    assert first.returncode == 1
+    assert out.rstrip().endswith("A newer pairing window replaced this code (another "
+                                 "`mirror-host pair` ran): it no longer works; use the newer code.")  # fmt: skip
+    assert "Paired" not in out
+    # Its own device: "Paired NAME".
+    second, code = await trio.to_thread.run_sync(lambda: _waiting_pair(state_dir))
+    await pair_device("127.0.0.1", port, code, "Own Phone")
+    out, _ = await trio.to_thread.run_sync(lambda: _rest(second))
+    assert second.returncode == 0 and out.rstrip().endswith("Paired Own Phone.")
+    # Ctrl-C closes the window it opened: its code no longer opens TLS.
+    third, code = await trio.to_thread.run_sync(lambda: _waiting_pair(state_dir))
+    third.send_signal(signal.SIGINT)
+    out, err = await trio.to_thread.run_sync(lambda: _rest(third))
+    assert third.returncode == 130 and "Interrupted: closed the pairing window." in out, err
+    assert "Traceback" not in err
+    status = json.loads(cli(state_dir, "status", "--json").stdout)
+    assert status["pairing"]["open"] is False
+    with pytest.raises(HandshakeFailed):
+        await pair_device("127.0.0.1", port, code, "Too Late")
+    # --close closes whatever window is open.
+    cli(state_dir, "pair", "--no-wait")
+    closed = cli(state_dir, "pair", "--close")
+    assert closed.stdout == "Closed the pairing window: its code no longer works.\n"
+    again = cli(state_dir, "pair", "--close")
+    assert (again.returncode, again.stdout) == (0, "No pairing window was open.\n")
+
+
+@pytest.mark.slow
+def test_pair_right_after_serve_waits_for_the_host_to_start(state_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--local-command", "cat",
+            "--listen", "127.0.0.1:0", "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        # As the docs' recipe does: no wait between the two.
+        result = cli(state_dir, "pair", "--json", "--no-wait", "--wait-for-host", "30")
+        assert result.returncode == 0, result.stderr
+        assert len(json.loads(result.stdout)["code"]) == 8
+    finally:
+        stop(process)
+    nobody = cli(state_dir, "pair", "--wait-for-host", "0.3")
+    assert nobody.returncode == 1
+    assert nobody.stderr.startswith("mirror-host pair: no mirror-host is running")
+    assert "after waiting 0.3 s" in nobody.stderr
+
+
+@pytest.mark.slow
+async def test_devices_json_has_one_shape_with_or_without_a_host(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, process = served
+    ticket = json.loads(cli(state_dir, "pair", "--json").stdout)
+    credential = await pair_device("127.0.0.1", port, ticket["code"], "Shape")
+    online = json.loads(cli(state_dir, "devices", "--json").stdout)
+    stop(process)
+    offline = json.loads(cli(state_dir, "devices", "--json").stdout)
+    assert isinstance(online, list) and isinstance(offline, list)
+    assert [sorted(d) for d in online] == [sorted(d) for d in offline]
+    assert [d["id"] for d in online] == [d["id"] for d in offline] == [credential.identity]
+
+
+@pytest.mark.slow
+def test_a_store_others_can_read_is_made_private(state_dir: Path) -> None:
+    assert cli(state_dir, "revoke", "--all").returncode == 0  # no store yet: nothing to do
+    DeviceStore(state_dir).load_or_create()
+    store = state_dir / "devices.json"
+    os.chmod(store, 0o644)  # a backup restored with the usual umask
+    result = cli(state_dir, "devices")
+    assert result.returncode == 0
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    assert "readable by other users (mode 0644); made it private" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+async def test_revoke_takes_a_unique_prefix_online_and_offline(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    state_dir, port, process = served
+    devices = []
+    for name in ("One", "Two"):
+        ticket = json.loads(cli(state_dir, "pair", "--json").stdout)
+        devices.append(await pair_device("127.0.0.1", port, ticket["code"], name))
+    one, two = (d.identity for d in devices)
+    result = cli(state_dir, "revoke", one[:6].lower())
+    assert (result.returncode, result.stdout) == (0, f"revoked {one}\n")
+    assert cli(state_dir, "revoke", "zz").returncode == 2
+    missing = cli(state_dir, "revoke", one[:6])
+    assert missing.returncode == 1 and "no paired device" in missing.stderr
+    stop(process)
+    result = cli(state_dir, "revoke", two[:8])
+    assert (result.returncode, result.stdout) == (0, f"revoked {two}\n")
+    assert "using the device store directly" in result.stderr
+
+
+def test_match_device_id_wants_one_match() -> None:
+    from mirror_host.cli_admin import match_device_id
+
+    known = ["3F2A9C1B-0000-4000-8000-000000000001", "3F2A0000-0000-4000-8000-000000000002"]
+    assert match_device_id("3f2a9", known) == (known[0], "")
+    matched, problem = match_device_id("3F2A", known)
+    assert matched is None and problem == "3F2A matches 2 devices: give more of the id"
+    assert match_device_id("ABCD", known)[0] is None
+
+
+@pytest.mark.slow
+def test_a_qr_png_without_a_qr_code_says_so(state_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--local-command", "cat",
+            "--listen", "127.0.0.1:0", "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until_serving(state_dir, process)  # type: ignore[arg-type]
+        png = state_dir / "qr.png"
+        result = cli(state_dir, "pair", "--no-wait", "--qr-png", str(png))
+        assert result.returncode == 0 and not png.exists()
+        assert result.stderr.startswith(f"mirror-host pair: no QR code to write to {png}: ")
+        assert "which phones cannot reach" in result.stderr
+    finally:
+        stop(process)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+async def test_status_says_what_runs_where_and_lists_pane_ids(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    from mirror_host import __version__
+
+    state_dir, _, _ = served
+    report = json.loads(cli(state_dir, "status", "--json").stdout)
+    assert report["version"] == __version__ and report["stateDir"] == str(state_dir)
+    assert report["panes"]["health"] == {
+        "kind": "local",
+        "state": "running",
+        "detail": "1 pane(s) running",
+    }
+    (pane,) = report["panes"]["items"]
+    text = cli(state_dir, "status").stdout
+    assert text.startswith(f"mirror-host  {__version__}, up ")
+    assert f"state dir    {state_dir}\n" in text
+    assert "source       local, running: 1 pane(s) running\n" in text
+    assert f"\n  {pane['id']}  cat  ({pane['directory']})\n" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["too long", "a directory"])
+def test_an_unusable_admin_socket_path_is_one_line(state_dir: Path, problem: str) -> None:
+    target = state_dir
+    if problem == "too long":
+        target = state_dir / ("x" * 120)
+    else:
+        (state_dir / "admin.sock").mkdir()
+    result = cli(target, "serve", "--listen", "127.0.0.1:0", "--local-command", "cat")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("mirror-host: ")
+    assert "choose a shorter --state-dir" in result.stderr or "another --state-dir" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_shell_that_is_not_there_is_warned_about_not_fatal(state_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--listen", "127.0.0.1:0",
+            "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SHELL": "/nonexistent/zsh"},
+    )  # fmt: skip
+    try:
+        wait_until_serving(state_dir, process)
+        report = json.loads(cli(state_dir, "status", "--json").stdout)
+        assert report["panes"]["listed"] == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    assert "$SHELL is /nonexistent/zsh, which is not a program here; using" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_bare_mirror_host_prints_the_help_and_every_command_has_examples() -> None:
+    bare = subprocess.run(
+        [sys.executable, "-m", "mirror_host"], capture_output=True, text=True, timeout=30
+    )
+    assert bare.returncode == 0 and bare.stdout.startswith("usage: mirror-host")
+    assert "examples:" in bare.stdout
+    for command in (
+        ["serve"], ["pair"], ["devices"], ["revoke"], ["status"], ["check-config"],
+        ["wire", "decode"], ["attach"], ["conformance"],
+    ):  # fmt: skip
+        shown = subprocess.run(
+            [sys.executable, "-m", "mirror_host", *command, "--help"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert shown.returncode == 0 and "\nexamples:\n  mirror-host " in shown.stdout, command
+
+
+async def test_a_source_that_cannot_start_stops_serve_with_its_own_error(state_dir: Path) -> None:
+    from mirror_host.cli_serve import _main
+    from mirror_host.errors import PaneSourceError
+    from mirror_host.panes.local import LocalSource
+    from tests.integration.conftest import host_config
+
+    source = LocalSource(["cat"], cwd=str(state_dir / "no-such-dir"))
+    with pytest.raises(PaneSourceError, match="cannot start 'cat'"):
+        # Raised bare through the host's nurseries, so serve() prints it in one line.
+        await _main(host_config(state_dir), source, None, False, lambda ticket: None)
+
+
+@pytest.mark.slow
+def test_a_removed_working_directory_is_no_traceback(state_dir: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        f"cd {gone} && rmdir {gone} && exec {sys.executable} -m mirror_host serve "
+        f"--listen 127.0.0.1:0 --local-command cat --state-dir {state_dir}"
+    )
+    process = subprocess.Popen(
+        ["sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until_serving(state_dir, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    assert "the current directory no longer exists; local panes start in" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [("", "--code is empty"), ("ABCD-23", "--code 'ABCD-23' is not a pairing code")],
+)
+def test_attach_with_an_empty_or_malformed_code_is_a_usage_error(code: str, said: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "attach", "127.0.0.1:1", "--code", code],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith(f"mirror-host attach: error: {said}")

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def run(hex_text: str, *args: str) -> tuple[int, list[dict[str, object]]]:
     result = subprocess.run(
@@ -74,3 +76,29 @@ def test_help_explains_the_input_kinds() -> None:
         check=True,
     )
     assert "--payload" in result.stdout and "pairing-code" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_text_kinds_take_text_and_still_their_hex() -> None:
+    pane = '{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"sh","directory":"/","busy":false}'
+    for given in (pane, pane.encode().hex()):
+        code, lines = run(given, "--as", "pane")
+        assert code == 0 and lines[0]["pane"]["title"] == "sh"  # type: ignore[index]
+    # ABCD2345 is also hex (4 bytes, not printable): taken as the code it reads as.
+    for given in ("ABCD-2345\n", "abcd2345", b"ABCD2345".hex()):
+        code, lines = run(given, "--as", "pairing-code")
+        assert (code, lines) == (0, [{"code": "ABCD2345"}])
+    code, lines = run("ABCD-234", "--as", "pairing-code")
+    assert code == 1 and "8 symbols" in str(lines[0]["error"])
+
+
+@pytest.mark.slow
+def test_help_says_how_to_capture_packets() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "wire", "decode", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert "--log-packets" in result.stdout and "docs/security.md" in result.stdout

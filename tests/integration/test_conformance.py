@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,13 @@ import trio
 
 from mirror_host.auth.login import check_device_login, check_pairing
 from mirror_host.client.address import HostAddress
+from mirror_host.client.attach import AttachError, AttachOptions, obtain_credential
+from mirror_host.client.chooser import LOCKED_OUT, NOT_PROWL
 from mirror_host.client.conformance import checks_features as features
+from mirror_host.client.conformance.probe import SuiteAborted
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
+from mirror_host.client.credentials import CredentialStore
 from mirror_host.commands.service import CommandService
 from mirror_host.control import (
     Input,
@@ -633,6 +638,104 @@ async def test_the_command_reports_json_and_its_exit_status(state_dir: Path) -> 
         assert lines[0].startswith("FAIL pair.enroll: the TLS handshake with identity `pair`")
         assert lines[1].startswith("SKIP panes.list: no paired device")
         assert lines[-1] == "0 passed, 1 failed"
+
+
+async def _cli_err(*args: str) -> tuple[int, str, str]:
+    result = await trio.run_process(
+        [sys.executable, "-m", "mirror_host", "conformance", *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+@pytest.mark.slow
+async def test_an_unreachable_host_is_said_once() -> None:
+    with trio.socket.socket() as probe:  # a loopback port nothing listens on
+        await probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    status, out, err = await _cli_err(f"127.0.0.1:{port}", "--code", "ABCD-2345")
+    assert (status, out) == (1, "")
+    assert err == (
+        f"mirror-host conformance: cannot reach 127.0.0.1:{port}: Connection refused "
+        "(is the host running and listening on that address and port?)\n"
+    )
+    status, out, _ = await _cli_err(f"127.0.0.1:{port}", "--code", "ABCD-2345", "--json")
+    document = json.loads(out)
+    assert status == 1 and [c["name"] for c in document["checks"]] == ["suite"]
+    assert document["checks"][0]["detail"].startswith(f"cannot reach 127.0.0.1:{port}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("", "--code is empty"),
+        ("  ", "--code is empty"),
+        ("ABCD-234", "--code 'ABCD-234' is not a pairing code"),
+        ("ABCD-2O45", "--code 'ABCD-2O45' is not a pairing code"),
+    ],
+)
+async def test_an_empty_or_malformed_code_is_a_usage_error(code: str, said: str) -> None:
+    status, out, err = await _cli_err("127.0.0.1:1", "--code", code)
+    assert (status, out) == (2, "")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"mirror-host conformance: error: {said}"), err
+
+
+async def test_a_locked_out_address_aborts_the_suite_in_one_line(state_dir: Path) -> None:
+    async with host_for_suite(state_dir) as host:
+        code = host.open_pairing_window().code
+        for _ in range(12):
+            host.failures.record("127.0.0.1", trio.current_time())
+        seen: list[CheckResult] = []
+        with pytest.raises(SuiteAborted) as aborted:
+            await run_suite(
+                HostAddress("127.0.0.1", port_of(host)),
+                SuiteOptions(code=code, wait=WAIT),
+                on_result=seen.append,
+            )
+    assert str(aborted.value) == f"127.0.0.1:{port_of(host)} {LOCKED_OUT}"
+    assert seen == []
+
+
+async def test_a_port_that_is_no_mirror_host_is_said_once(tmp_path: Path) -> None:
+    async def http(stream: trio.SocketStream) -> None:
+        await stream.receive_some(4096)
+        await stream.send_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, http, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        target = HostAddress("127.0.0.1", port)
+        with pytest.raises(SuiteAborted) as aborted:
+            await run_suite(target, SuiteOptions(code="ABCD-2345", wait=WAIT))
+        assert str(aborted.value).startswith(f"127.0.0.1:{port} {NOT_PROWL}")
+        with pytest.raises(AttachError) as refused:
+            await obtain_credential(
+                AttachOptions(address=target, code="ABCD-2345"),
+                CredentialStore(tmp_path / "c.json"),
+                print,
+            )
+        assert str(refused.value) == f"127.0.0.1:{port} {NOT_PROWL}"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_pairing_the_host_cannot_save_is_named(state_dir: Path) -> None:
+    async with host_for_suite(state_dir) as host:
+        code = host.open_pairing_window().code
+        (state_dir / "devices.json").unlink()
+        (state_dir / "devices.json").mkdir()  # the store cannot be replaced
+        results = await run_suite(
+            HostAddress("127.0.0.1", port_of(host)),
+            SuiteOptions(code=code, wait=WAIT, only=("auth.login",), skip=()),
+        )
+    enroll = results[0]
+    assert (enroll.name, enroll.status) == ("pair.enroll", Status.FAILED)
+    assert enroll.detail.startswith("the host accepted the code (TLS came up) but closed")
+    assert "log" in enroll.detail
 
 
 async def test_the_command_refuses_unknown_checks() -> None:

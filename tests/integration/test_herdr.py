@@ -89,6 +89,8 @@ async def test_list_subscribe_and_echo(state_dir: Path, observe: bool) -> None:
             panes = (await list_panes(client)).panes
             assert [p.title for p in panes] == ["api · agents · Shell"]
             assert panes[0].id == pane_uuid(fake.terminal_id(pane_id))
+            health = source.health()
+            assert health["state"] == "following" and "(protocol 22)" in health["detail"]
             reads_before = len(fake.requests_for("pane.read"))
             assert reads_before == 0  # listing reads no pane contents
             sub = await subscribe(client, panes[0].id)
@@ -351,6 +353,10 @@ async def test_herdr_not_running_is_reported(
             credential = await paired(host)
             async with login("127.0.0.1", port_of(host), credential) as client:
                 assert (await list_panes(client)).panes == ()
+            # `mirror-host status` says why there are no panes.
+            health = (await host.status())["panes"]["health"]
+            assert (health["kind"], health["state"]) == ("herdr", "unreachable")
+            assert "Herdr is not running" in health["detail"]
     finally:
         logging.getLogger("mirror_host").propagate = False
     assert "Herdr is not running" in caplog.text and "absent.sock" in caplog.text

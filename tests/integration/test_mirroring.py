@@ -10,7 +10,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import login
-from mirror_host.panes.local import LocalSource
+from mirror_host.panes.local import EMPTY_HINT, LocalSource
 from mirror_host.wire import ControlPacket, TextFramePacket, VTFramePacket, encode_packet
 from tests.integration.conftest import paired, port_of, running_host
 from tests.integration.mirror_helpers import (
@@ -361,6 +361,45 @@ async def test_pane_whose_process_exits(state_dir: Path) -> None:
             assert c.Ended(reason=c.EndReason.PANE_CLOSED) in rest
         async with login("127.0.0.1", port_of(host), credential) as client:
             assert [p.title for p in (await list_panes(client)).panes] == ["sleep 60"]
+
+
+async def test_when_the_last_pane_exits_the_host_says_what_to_do(
+    state_dir: Path, host_log: pytest.LogCaptureFixture
+) -> None:
+    source = LocalSource(["read line; exit 0"], columns=80, rows=24)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            sub = await subscribe(client, (await list_panes(client)).panes[0].id)
+            await next_frame(client, sub)
+            await client.send(c.Input(data=b"bye\r", subscription_id=sub))
+            await client.expect_closed()
+        with trio.fail_after(10):
+            while source.health()["state"] != "empty":
+                await trio.sleep(0.05)
+        status = await host.status()
+        assert status["panes"]["listed"] == 0
+        assert status["panes"]["health"]["detail"] == EMPTY_HINT
+    assert EMPTY_HINT in host_log.messages and "--local-respawn" in EMPTY_HINT
+
+
+@pytest.mark.slow
+async def test_local_respawn_starts_the_panes_again(state_dir: Path) -> None:
+    source = LocalSource(["read line; exit 0"], columns=80, rows=24, respawn=True)
+    async with running_host(state_dir, source) as host:
+        credential = await paired(host)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            first = (await list_panes(client)).panes[0].id
+            sub = await subscribe(client, first)
+            await next_frame(client, sub)
+            await client.send(c.Input(data=b"bye\r", subscription_id=sub))
+            assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await client.expect_closed()
+        with trio.fail_after(15):
+            while not source.live_panes():
+                await trio.sleep(0.05)
+        async with login("127.0.0.1", port_of(host), credential) as client:
+            (again,) = (await list_panes(client)).panes
+            assert again.id != first and again.title == "read line; exit 0"
 
 
 async def test_pane_exit_ends_a_lease_whose_frame_is_unacknowledged(state_dir: Path) -> None:

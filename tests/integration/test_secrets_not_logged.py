@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from mirror_host.control import (
     Panes,
 )
 from mirror_host.host.admin_client import admin_request
+from mirror_host.inspect import describe
 from mirror_host.logs import configure_logging
 from tests.integration.conftest import port_of, running_host
 
@@ -41,13 +43,13 @@ def encodings(secret: bytes) -> set[str]:
     return {f for f in forms if len(f) >= 8}
 
 
-@pytest.mark.parametrize("fmt", ["text", "json"])
-async def test_pairing_and_login_log_no_secrets(state_dir: Path, fmt: str) -> None:
+@pytest.mark.parametrize(("fmt", "packets"), [("text", False), ("json", False), ("text", True)])
+async def test_pairing_and_login_log_no_secrets(state_dir: Path, fmt: str, packets: bool) -> None:
     stream = io.StringIO()
     configure_logging("debug", fmt, stream=stream)
     secrets: set[str] = set()
     try:
-        async with running_host(state_dir) as host:
+        async with running_host(state_dir, log_packets=packets) as host:
             port = port_of(host)
             reply = await trio.to_thread.run_sync(admin_request, state_dir, {"op": "pair"})
             code = reply["code"]
@@ -98,3 +100,20 @@ async def test_pairing_and_login_log_no_secrets(state_dir: Path, fmt: str) -> No
     assert "paired a new device" in log and "authenticated" in log and "wrong device proof" in log
     leaked = sorted(s for s in secrets if s in log)
     assert leaked == [], f"secrets in the log: {leaked}"
+    dumped = re.findall(r"mirror_host\.packets: .* (in|out) ([0-9a-f]+)$", log, re.MULTILINE)
+    if not packets:
+        assert dumped == [] and "mirror_host.packets" not in log
+        return
+    # After login, every packet, as `wire decode` reads it: list in, authenticated and panes out.
+    kinds = {
+        direction: [
+            kind
+            for hex_packet in [h for d, h in dumped if d == direction]
+            for line in describe(bytes.fromhex(hex_packet), now=0)
+            if (kind := next(iter(json.loads(line)["message"]))) not in ("ping", "pong")
+        ]
+        for direction in ("in", "out")
+    }
+    assert kinds == {"in": ["list"], "out": ["authenticated", "panes"]}
+    # Before login (and on the pairing connection) only the sizes.
+    assert log.count("withheld") >= 6

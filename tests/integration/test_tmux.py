@@ -119,7 +119,8 @@ async def pane_titled(client: MirrorClient, prefix: str, *, timeout: float = 5) 
 
 async def test_list_and_titles(state_dir: Path, tmux_server: TmuxServer) -> None:
     tmux_server.tmux("split-window", "-d", "-t", "work:main", "sleep 60")
-    async with tmux_host(state_dir, tmux_server) as (_, client, _source):
+    async with tmux_host(state_dir, tmux_server) as (_, client, source):
+        assert source.health()["state"] == "following"
         panes = (await list_panes(client)).panes
         titles = sorted(p.title for p in panes)
         assert titles == ["work · main · bash · Pane 1", "work · main · sleep · Pane 2"]
@@ -373,4 +374,8 @@ async def _absent_servers(state_dir: Path, caplog: pytest.LogCaptureFixture) -> 
             credential = await paired(host)
             async with login("127.0.0.1", port_of(host), credential) as client:
                 assert (await list_panes(client)).panes == ()
+            # `mirror-host status` says why there are no panes.
+            health = (await host.status())["panes"]["health"]
+            assert (health["kind"], health["state"]) == ("tmux", "unreachable")
+            assert expected in health["detail"] and "retrying" in health["detail"]
         assert expected in caplog.text

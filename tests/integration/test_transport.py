@@ -378,3 +378,38 @@ async def test_a_cancelled_client_handshake_closes_its_socket() -> None:
         with trio.fail_after(10):
             await closed_by_client.wait()
         nursery.cancel_scope.cancel()
+
+
+async def test_failed_handshakes_are_logged_in_words(
+    state_dir: Path, host_log: pytest.LogCaptureFixture
+) -> None:
+    caplog = host_log
+
+    async def fail(port: int, identity: str, key: bytes) -> None:
+        with pytest.raises(ClientClosed):
+            await _handshake_only(port, identity, key)
+
+    async with running_host(state_dir) as host:
+        port = port_of(host)
+        credential = await paired(host)
+        await fail(port, "pair", b"ABCD2345")  # no window is open
+        host.open_pairing_window()
+        await fail(port, "pair", b"ABCD2345")  # a window, another code
+        await fail(port, str(uuid.uuid4()).upper(), bytes(32))
+        await fail(port, credential.identity, bytes(32))
+        with trio.fail_after(5):
+            while sum("TLS handshake failed" in m for m in caplog.messages) < 4:
+                await trio.sleep(0.01)
+    reasons = [m.split("TLS handshake failed: ", 1)[1] for m in caplog.messages if "failed: " in m]
+    assert reasons == [
+        "a pairing code, but no pairing window is open (it expired, or was used)",
+        "wrong or expired pairing code",
+        "unknown or revoked device",
+        "wrong key for a paired device (its credential does not match this host's)",
+    ]
+    assert not any("_" in reason for reason in reasons)  # no OpenSSL reason names
+
+
+async def _handshake_only(port: int, identity: str, key: bytes) -> None:
+    async with open_client("127.0.0.1", port, identity, key):
+        pass

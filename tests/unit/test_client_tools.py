@@ -14,11 +14,15 @@ import pytest
 from mirror_host.client.address import HostAddress, parse_address
 from mirror_host.client.chooser import (
     BACKOFF_SECONDS,
+    DETACH_KEY,
     backoff,
     describe_end,
     find_pane,
     format_pane_list,
+    key_name,
     parse_choice,
+    parse_detach_key,
+    short_ids,
 )
 from mirror_host.client.client import Credential
 from mirror_host.client.conformance.ledger import FrameLedger, FrameView
@@ -82,6 +86,50 @@ def test_pane_list_and_choice() -> None:
     assert "another device" in lines[1]
     assert parse_choice(" 3\n", 3) == 2
     assert parse_choice("x", 3) is None and parse_choice("4", 3) is None
+
+
+def test_the_chooser_can_show_the_id_prefixes_pane_takes() -> None:
+    lines = format_pane_list(PANES, with_ids=True)
+    # uuid ints 1, 2, 3 share their first 35 characters: the prefixes grow to tell them apart.
+    assert short_ids(PANES) == [str(p.id).upper() for p in PANES]
+    assert lines[0] == f"  1) pane 0  (/w)  id {str(PANES[0].id).upper()}"
+    apart = [
+        PaneDescriptor(id=uuid.UUID(f"{i}" * 32), title="t", directory="/", busy=False)
+        for i in (1, 2)
+    ]
+    assert short_ids(apart) == ["11111111", "22222222"]
+    for pane, short in zip(apart, short_ids(apart), strict=True):
+        assert find_pane(apart, short) is pane
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "name"),
+    [
+        ("ctrl-]", DETACH_KEY, "Ctrl-]"),
+        ("C-]", b"\x1d", "Ctrl-]"),
+        ("^q", b"\x11", "Ctrl-Q"),
+        ("Ctrl+A", b"\x01", "Ctrl-A"),
+        (" ctrl-\\ ", b"\x1c", "Ctrl-\\"),
+    ],
+)
+def test_detach_keys_parse(text: str, key: bytes, name: str) -> None:
+    assert parse_detach_key(text) == key
+    assert key_name(key) == name
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("q", "expected a control key"),
+        ("ctrl-1", "expected a control key"),
+        ("ctrl-[", "Escape"),
+        ("^m", "Enter"),
+        ("ctrl-j", "Enter"),
+    ],
+)
+def test_keys_that_cannot_detach_are_refused(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_detach_key(text)
 
 
 def test_backoff_grows_then_holds() -> None:

@@ -163,3 +163,61 @@ def test_rendered_toml_reads_back_as_the_same_settings() -> None:
     defaults = build_config([])
     assert round_trip(defaults) == defaults
     assert "# [profiles]: the built-in catalogue" in render_toml(defaults)
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("127.0.0.1", "loopback"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("fe80::1%eth0", "zone id"),
+        ("mini.local", "not a numeric"),
+    ],
+)
+def test_an_advertise_address_no_phone_can_dial_is_refused(address: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=why) as refused:
+        build_config([Layer("command line", {"server.advertise_address": address})])
+    assert str(refused.value).startswith("server.advertise_address: ")
+    assert "give the address phones dial" in str(refused.value)
+    good = build_config([Layer("x", {"server.advertise_address": " 192.168.1.20 "})])
+    assert good.server.advertise_address == "192.168.1.20"
+
+
+def test_a_lenient_load_reports_each_problem_and_keeps_the_rest(tmp_path: Path) -> None:
+    config_file = tmp_path / "c.toml"
+    config_file.write_text(
+        '[state]\ndir = "/srv/mh"\n[server]\nbogus = 1\nlisten = "nope"\n'
+        '[profiles.x]\nname = "no agent"\n'
+    )
+    problems: list[ConfigError] = []
+    config = load_config(
+        config_path=str(config_file),
+        flags={"log.level": "debug"},
+        environ={"MIRROR_HOST_NOPE": "1", "MIRROR_HOST_LOG_FORMAT": "json"},
+        on_problem=problems.append,
+    )
+    assert sorted(p.key for p in problems) == [
+        "MIRROR_HOST_NOPE",
+        "profiles.x.agent",
+        "server.bogus",
+        "server.listen",
+    ]
+    assert config.state.dir == "/srv/mh" and config.log.level == "debug"
+    assert config.log.format == "json" and config.profiles == ()
+    with pytest.raises(ConfigError):
+        load_config(config_path=str(config_file), flags={}, environ={})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[state\n")
+    problems.clear()
+    load_config(config_path=str(broken), flags={}, environ={}, on_problem=problems.append)
+    assert [p.key for p in problems] == ["--config"] and "not valid TOML" in str(problems[0])
+
+
+def test_local_respawn_and_packet_log_settings() -> None:
+    config = build_config([Layer("environment", {"local.respawn": "true", "log.packets": "0"})])
+    assert config.local.respawn is True and config.log.packets is False
+    with pytest.raises(ConfigError, match="expected true or false"):
+        build_config([Layer("x", {"local.respawn": "maybe"})])
+    assert tomllib.loads(render_toml(config))["local"]["respawn"] is True

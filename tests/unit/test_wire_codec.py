@@ -159,3 +159,16 @@ def test_text_frame_layout_is_exact() -> None:
 def test_empty_text_frame_is_a_real_frame() -> None:
     packet = TextFramePacket(SUB, 2, 80, 24, False, "")
     assert decode_all(encode_packet(packet)) == [packet]
+
+
+def test_the_packet_log_splits_each_direction_into_whole_packets() -> None:
+    from mirror_host.host.packet_log import split_packets
+
+    one = bytes.fromhex("0000000c007b226c697374223a7b7d7d")
+    buffer = bytearray(one + one[:5])
+    assert split_packets(buffer) == [one]
+    assert buffer == one[:5]
+    buffer += one[5:] + one
+    assert split_packets(buffer) == [one, one] and buffer == b""
+    broken = bytearray(b"\x00\x00\x00\x00rest")  # a length no packet has: the rest in one
+    assert split_packets(broken) == [b"\x00\x00\x00\x00rest"] and broken == b""

@@ -19,6 +19,7 @@ import trio
 
 from mirror_host.auth.pairing import PAIR_IDENTITY, InvalidPairingCode, normalize_code
 from mirror_host.auth.proofs import device_proof, pair_proof
+from mirror_host.client.chooser import LOCKED_OUT
 from mirror_host.client.client import ClientClosed, Credential, HandshakeFailed
 from mirror_host.client.conformance.probe import (
     CheckFailed,
@@ -87,7 +88,16 @@ async def check_pair_enroll(ctx: Context) -> str:
             challenge = await conn.read_challenge()
             proof = pair_proof(normalized, challenge.host_id, name, challenge.nonce)
             await conn.send(Pair(name=name, proof=proof))
-            paired = await conn.expect(Paired, "`paired`", ack=False, timeout=2 * ctx.wait)
+            try:
+                paired = await conn.expect(Paired, "`paired`", ack=False, timeout=2 * ctx.wait)
+            except CheckFailed as exc:
+                if conn.closed and not client.decode_error:
+                    fail(
+                        "the host accepted the code (TLS came up) but closed the connection "
+                        "instead of sending `paired`: the host's log says why (mirror-host: "
+                        "it could not save the device)"
+                    )
+                raise exc
             if paired.host_id != challenge.host_id:
                 fail(f"`paired` names host {paired.host_id}, the challenge {challenge.host_id}")
             if len(paired.key) != 32:
@@ -95,6 +105,8 @@ async def check_pair_enroll(ctx: Context) -> str:
             ctx.credential = Credential(paired.host_id, paired.device_id, paired.key)
             await conn.expect_closed("`paired` (the host closes after sending it)")
     except HandshakeFailed as exc:
+        if exc.before_tls:
+            fail(f"the host {LOCKED_OUT}")
         hint = ""
         if ctx.tried_wrong_pair_proof:
             hint = (

@@ -25,11 +25,14 @@ import trio
 
 from mirror_host.auth.proofs import device_proof
 from mirror_host.client.address import HostAddress
+from mirror_host.client.chooser import LOCKED_OUT, NOT_PROWL
 from mirror_host.client.client import (
     ClientClosed,
     Credential,
+    HandshakeFailed,
     Incoming,
     MirrorClient,
+    connect_failure,
     open_client,
 )
 from mirror_host.client.conformance.ledger import FrameLedger, FrameView
@@ -59,6 +62,7 @@ __all__ = [
     "CheckFailed",
     "CheckSkipped",
     "Conn",
+    "SuiteAborted",
     "Context",
     "Frame",
     "connect",
@@ -85,6 +89,11 @@ class CheckFailed(Exception):
 
 class CheckSkipped(Exception):
     """The check does not apply to this host (a capability it does not advertise …)."""
+
+
+class SuiteAborted(Exception):
+    """Nothing can be checked: the very first connection could not reach the host, or
+    the host refused this address before TLS. The message is the one line to show."""
 
 
 def fail(reason: str) -> NoReturn:
@@ -120,6 +129,8 @@ class Context:
     busy_error: str | None = None
     #: ``pair.wrong-proof`` ran before pairing (``pair.enroll`` mentions it if it fails).
     tried_wrong_pair_proof: bool = False
+    #: The host has answered a TLS handshake (completed or refused with an alert) once.
+    reached: bool = False
 
     @property
     def host_id(self) -> UUID:
@@ -474,19 +485,28 @@ async def connect(
     context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[MirrorClient]:
     """A TLS connection to the target; a handshake that neither completes nor fails
-    within :data:`HANDSHAKE_SECONDS` fails the check with its own message."""
+    within :data:`HANDSHAKE_SECONDS` fails the check with its own message.
+
+    Until the host has answered once, a host that cannot be reached or refuses this
+    address before TLS aborts the whole suite (:class:`SuiteAborted`): every check
+    would only fail the same way.
+    """
     entered = False
     try:
-        async with open_client(
-            ctx.target.host,
-            ctx.target.port,
-            identity,
-            key,
-            answer_pings=answer_pings,
-            context=context,
-            handshake_timeout=HANDSHAKE_SECONDS,
-        ) as client:
+        async with (
+            _first_contact(ctx),
+            open_client(
+                ctx.target.host,
+                ctx.target.port,
+                identity,
+                key,
+                answer_pings=answer_pings,
+                context=context,
+                handshake_timeout=HANDSHAKE_SECONDS,
+            ) as client,
+        ):
             entered = True
+            ctx.reached = True
             yield client
     except trio.TooSlowError:
         if entered:
@@ -494,6 +514,29 @@ async def connect(
         fail(
             f"{what}: the TLS handshake neither completed nor failed within {HANDSHAKE_SECONDS:g} s"
         )
+
+
+@asynccontextmanager
+async def _first_contact(ctx: Context) -> AsyncIterator[None]:
+    """Turn the first connection's "unreachable" or "locked out" into :class:`SuiteAborted`."""
+    try:
+        yield
+    except HandshakeFailed as exc:
+        if exc.before_tls and not ctx.reached:
+            raise SuiteAborted(f"{ctx.target} {LOCKED_OUT}") from exc
+        if exc.not_prowl and not ctx.reached:
+            raise SuiteAborted(f"{ctx.target} {NOT_PROWL} ({exc.reason})") from exc
+        ctx.reached = True
+        raise
+    except ssl.SSLError:  # an OSError, but this machine's TLS library, not the network
+        raise
+    except OSError as exc:
+        if ctx.reached:
+            raise
+        raise SuiteAborted(
+            f"cannot reach {ctx.target}: {connect_failure(exc)} (is the host running and "
+            "listening on that address and port?)"
+        ) from exc
 
 
 @asynccontextmanager

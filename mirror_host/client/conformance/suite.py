@@ -26,7 +26,7 @@ from functools import partial
 import trio
 
 from mirror_host.client.address import HostAddress
-from mirror_host.client.client import ClientClosed, HandshakeFailed
+from mirror_host.client.client import ClientClosed, HandshakeFailed, connect_failure
 from mirror_host.client.conformance import checks_features as features
 from mirror_host.client.conformance import checks_panes as panes
 from mirror_host.client.conformance import checks_transport as transport
@@ -35,6 +35,7 @@ from mirror_host.client.conformance.probe import (
     CheckFailed,
     CheckSkipped,
     Context,
+    SuiteAborted,
 )
 from mirror_host.client.conformance.report import CheckResult, Status, select
 from mirror_host.control import Representation
@@ -202,6 +203,8 @@ async def _run_one(ctx: Context, name: str, fn: CheckFn, timeout: float) -> Chec
     try:
         with trio.fail_after(timeout) as scope:
             detail = await fn(ctx)
+    except SuiteAborted:
+        raise
     except CheckSkipped as exc:
         status, detail = Status.SKIPPED, str(exc)
     except CheckFailed as exc:
@@ -220,7 +223,7 @@ async def _run_one(ctx: Context, name: str, fn: CheckFn, timeout: float) -> Chec
     except ssl.SSLError as exc:  # an OSError, but not a network one: this machine's TLS
         status, detail = Status.FAILED, f"this machine's TLS library refused: {exc} ({ctx.step})"
     except OSError as exc:
-        status, detail = Status.FAILED, f"cannot reach {ctx.target}: {exc.strerror or exc}"
+        status, detail = Status.FAILED, f"cannot reach {ctx.target}: {connect_failure(exc)}"
     except MirrorHostError as exc:
         status, detail = Status.FAILED, f"{exc} ({ctx.step})"
     except Exception as exc:
@@ -239,6 +242,8 @@ async def run_suite(
 
     Raises:
         ValueError: an ``only``/``skip`` pattern matches no check.
+        SuiteAborted: the host cannot be reached, or refuses this address before TLS
+            (``on_result`` has seen every result so far).
     """
     chosen, unknown = select([c.name for c in CHECKS], options.only, options.skip)
     if unknown:

@@ -82,6 +82,8 @@ class HerdrDiscovery:
         #: Cancelled when the agent panes change, so the event stream is renewed.
         self._resubscribe = trio.CancelScope()
         self._complained = False
+        #: Why Herdr cannot be followed right now (``None``: it can, or not tried yet).
+        self.problem: str | None = None
 
     @property
     def socket_path(self) -> Path:
@@ -94,6 +96,7 @@ class HerdrDiscovery:
             try:
                 await self._follow()
             except PaneSourceError as exc:  # not running, restarting, or refusing
+                self.problem = str(exc)
                 if not self._complained:
                     logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
                     self._complained = True
@@ -137,6 +140,7 @@ class HerdrDiscovery:
         )
         await self._detect_scroll()
         await self.poll()
+        self.problem = None
         self._complained = False  # read whole again: the next outage is news
         failure: PaneSourceError | None = None
         async with trio.open_nursery() as inner:

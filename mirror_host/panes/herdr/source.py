@@ -386,6 +386,19 @@ class HerdrSource:
         )
         return HistoryCapture(text=text, truncated=read.get("truncated") is True)
 
+    def health(self) -> dict[str, str]:
+        """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
+        discovery = self.discovery
+        if discovery.problem is not None:
+            detail = f"{discovery.problem}; retrying"
+            return {"kind": "herdr", "state": "unreachable", "detail": detail}
+        if discovery.snapshot is None:
+            detail = f"connecting to {discovery.socket_path}"
+            return {"kind": "herdr", "state": "starting", "detail": detail}
+        where = discovery.socket_path
+        detail = f"Herdr {discovery.version} (protocol {discovery.protocol}) at {where}"
+        return {"kind": "herdr", "state": "following", "detail": detail}
+
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
         modes = [m.mode for m in self._mirrors.values()]
