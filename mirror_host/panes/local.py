@@ -6,6 +6,11 @@ libghostty :class:`~mirror_host.terminal.Screen` as it arrives, so this source
 pushes changes (frames follow output within milliseconds) and supports history,
 remote scroll, viewport text (plain and styled) and scroll state. A pane whose
 process exits leaves the list, and its subscriber gets ``ended paneClosed``.
+
+With ``shell_integration`` (the default), a pane that runs bash, zsh or fish
+starts it with prompt marks added after the user's own start-up files
+(:mod:`mirror_host.shell.inject`), so the host knows when it waits at an empty
+prompt (a phone's ``send``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from mirror_host.panes.model import (
     Watchers,
 )
 from mirror_host.panes.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.shell.inject import ShellIntegration
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
 
@@ -112,8 +118,11 @@ class LocalSource:
         rows: int = 40,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        shell_integration: bool = True,
     ) -> None:
         self._commands = list(commands)
+        self._shell_integration = shell_integration
+        self._integration: ShellIntegration | None = None
         self._columns = columns
         self._rows = rows
         self._cwd = cwd or os.getcwd()
@@ -128,6 +137,11 @@ class LocalSource:
     async def run(self) -> None:
         """Spawn every command and pump its output until cancelled."""
         try:
+            if self._shell_integration:
+                try:
+                    self._integration = ShellIntegration.create()
+                except OSError as exc:
+                    logger.warning("shells start without prompt marks: %s", exc)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if self._commands:
@@ -143,6 +157,9 @@ class LocalSource:
             for pane in list(self._panes.values()):
                 self._terminate(pane)
             self._panes.clear()
+            if self._integration is not None:
+                self._integration.remove()
+                self._integration = None
 
     def spawn(self, argv: list[str], *, label: str, cwd: str | None = None) -> UUID:
         """Start one more pane running ``argv`` (the ``create`` command); its id.
@@ -167,6 +184,8 @@ class LocalSource:
         env["TERM"] = "xterm-256color"
         env.pop("LINES", None)
         env.pop("COLUMNS", None)
+        if self._integration is not None:
+            argv, env = self._integration.wrap(argv, env)
         try:
             process = subprocess.Popen(
                 argv,

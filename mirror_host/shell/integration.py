@@ -90,7 +90,8 @@ if status is-interactive; and not set -q __mirror_host_marks
     end
     function __mirror_host_wrap_prompt --on-event fish_prompt
         # Wrap fish_prompt again whenever it is (re)defined by someone else.
-        if functions -q fish_prompt; and not functions fish_prompt | string match -q '*__mirror_host_user_prompt*'
+        if functions -q fish_prompt
+            and not functions fish_prompt | string match -q '*__mirror_host_user_prompt*'
             functions -e __mirror_host_user_prompt
             functions -c fish_prompt __mirror_host_user_prompt
             function fish_prompt

@@ -172,9 +172,7 @@ class PromptMarks:
         """A mark was read with the cursor at ``(x, y)``; ``before`` is its row left of it."""
         self.serial += 1
         self.last = mark
-        self._input = (
-            InputMark(x, y, before, self.serial) if mark.kind is MarkKind.INPUT else None
-        )
+        self._input = InputMark(x, y, before, self.serial) if mark.kind is MarkKind.INPUT else None
 
     def forget(self) -> None:
         """The screen was replaced or reset: nothing earlier is known any more."""

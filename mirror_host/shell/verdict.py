@@ -125,11 +125,12 @@ def read_shell(
     mark = marks.waiting
     if mark is None:
         if marks.last is None:
+            name = leader.name.lstrip("-")
             return _refuse(
                 NOT_READY,
                 "Host has not seen this shell mark its prompt, so it cannot verify an empty "
                 "command line. Set up shell integration "
-                f'(eval "$(mirror-host shell-init {leader.name.lstrip("-")})", docs/operations.md); '
+                f'(eval "$(mirror-host shell-init {name})", docs/operations.md); '
                 "it counts from the next prompt. Nothing was sent.",
             )
         return _refuse(
@@ -186,7 +187,7 @@ def send_options_problem(
     if wait or capture_output:
         return "Waiting for the command or capturing its output is not supported."
     if source != "argv":
-        return f"Unsupported text source {source!r} (only \"argv\")."
+        return f'Unsupported text source {source!r} (only "argv").'
     return None
 
 

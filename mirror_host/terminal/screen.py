@@ -352,7 +352,7 @@ class Screen:
         return self._plain(selection, unwrap=False).rstrip()
 
     def text_from(self, x: int, y: int) -> str:
-        """The active area from ``(x, y)`` to its end, soft wraps joined, trailing blanks trimmed."""
+        """The active area from ``(x, y)`` on, soft wraps joined, trailing blanks trimmed."""
         columns, rows = self.size
         selection = init_sized("GhosttySelection")
         selection.start = self._terminal.ref(x, y, "active")[0]
