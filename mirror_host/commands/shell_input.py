@@ -12,7 +12,7 @@ latest OSC 133 mark a ``B`` with nothing typed after it):
 3. The text is pasted the way a terminal pastes (bracketed when the shell
    turned bracketed paste on, as bash, zsh and fish do), then the screen is
    read until the command line after the mark shows exactly it (at most 2 s).
-4. Only if the same shell is still alone in the foreground, its prompt still
+4. Only if the same shell still leads the foreground, its prompt still
    waits (no command started), the line still shows exactly the text and
    nobody typed from a Mac meanwhile, one Enter is sent.
 
@@ -212,8 +212,8 @@ async def _write_and_run(
         return failed("the pane went away")
     except PaneSourceError as exc:
         return failed(f"the pane could not be read ({exc})")
-    if processes != (shell,):
-        return failed("the shell is no longer alone in the foreground")
+    if not processes or processes[0] != shell:
+        return failed("the shell is no longer in the foreground")
     if command_line(screen) != text.rstrip():
         return failed("the command line changed")
     if _typed_since(panes, pane_id, started):

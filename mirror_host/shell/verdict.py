@@ -2,8 +2,10 @@
 
 A pane is ready for a phone's ``send`` exactly when all of this is proven:
 
-1. the foreground process group of its terminal is the shell itself (a shell
-   is its leader, alone: no job, no agent, no command substitution running);
+1. the foreground process group of its terminal is the shell itself: a shell
+   leads it (a job, an agent, any program the shell started runs in a group of
+   its own; what shares the shell's group are its own helpers, such as fish's
+   completion builder, which do not read the terminal);
 2. the latest prompt mark is ``B`` (the command line started) with no ``C``
    (a command runs) or any other mark since;
 3. the command line after that mark is empty: the cursor is where the mark
@@ -113,8 +115,6 @@ def read_shell(
             "at its prompt. Nothing was sent.",
             "running",
         )
-    if len(processes) > 1:
-        return _refuse(NOT_READY, "The shell is busy; send again in a moment. Nothing was sent.")
     if marks.running:
         return _refuse(
             BUSY,
