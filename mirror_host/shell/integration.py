@@ -5,10 +5,14 @@ shell-init bash)"`` at the end of ``~/.bashrc``); the local source loads the
 same code into the shells it starts, after the user's own start-up files
 (:mod:`mirror_host.shell.inject`). Each snippet:
 
-* emits ``OSC 133 ; A`` where the prompt starts and ``B`` where it ends, from
+* marks where the prompt starts and, with ``OSC 133 ; B``, where it ends, from
   inside the prompt itself, so a shell that redraws its prompt (Ctrl-L, a
   resize) marks it again; ``C`` when a command line is accepted; ``D;status``
-  when the command is done;
+  when the command is done. The prompt's start is kitty's explicit
+  ``133;P;k=i`` rather than ``A``: libghostty (like Ghostty) moves an ``A``
+  that finds the cursor mid-line to a fresh line, and tmux does not, so the
+  host's copy of a tmux pane would drift a row from tmux's own after every
+  command whose output does not end its last line;
 * keeps the user's own prompt, ``PROMPT_COMMAND``, ``PS0``, ``precmd`` and
   ``preexec`` hooks and ``fish_prompt``: it wraps them, runs its prompt part
   after theirs (so a theme that rewrites the prompt every time keeps its
@@ -30,7 +34,7 @@ SHELL_NAMES = ("bash", "zsh", "fish")
 _BASH = r"""# mirror-host shell integration for bash: OSC 133 prompt marks (docs/operations.md).
 if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
     __mirror_host_marks=1
-    __mirror_host_a=$'\\[\e]133;A\a\\]'
+    __mirror_host_a=$'\\[\e]133;P;k=i\a\\]'
     __mirror_host_b=$'\\[\e]133;B\a\\]'
     __mirror_host_c=$'\e]133;C\a'
     __mirror_host_prompt_start() {
@@ -59,7 +63,7 @@ fi
 _ZSH = r"""# mirror-host shell integration for zsh: OSC 133 prompt marks (docs/operations.md).
 if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     typeset -g __mirror_host_marks=1
-    typeset -g __mirror_host_a=$'%{\e]133;A\a%}' __mirror_host_b=$'%{\e]133;B\a%}'
+    typeset -g __mirror_host_a=$'%{\e]133;P;k=i\a%}' __mirror_host_b=$'%{\e]133;B\a%}'
     __mirror_host_precmd() {
         local ret=$?
         builtin print -rn -- $'\e]133;D;'"$ret"$'\a'
@@ -96,7 +100,7 @@ if status is-interactive; and not set -q __mirror_host_marks
             functions -c fish_prompt __mirror_host_user_prompt
             function fish_prompt
                 set -l last_status $status
-                printf '\e]133;A\a'
+                printf '\e]133;P;k=i\a'
                 __mirror_host_return $last_status
                 __mirror_host_user_prompt
                 printf '\e]133;B\a'
