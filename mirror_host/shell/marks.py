@@ -95,11 +95,15 @@ class MarkScanner:
         while i < size:
             state = self._state
             if state is _State.GROUND:
-                start = data.find(b"\x1b", i)
+                # Straight to the next OSC: other escape sequences (SGR, cursor
+                # moves …) are skipped at C speed, not one by one.
+                start = data.find(b"\x1b]", i)
                 if start < 0:
+                    if data[-1] == 0x1B:
+                        self._state = _State.ESCAPE  # an OSC may start in the next piece
                     break
-                self._state = _State.ESCAPE
-                i = start + 1
+                self._begin()
+                i = start + 2
             elif state is _State.ESCAPE:
                 if data[i] == 0x5D:  # ]
                     self._begin()
