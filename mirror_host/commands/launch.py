@@ -17,7 +17,6 @@ A phone's ``send`` runs a command line in a shell pane through
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from uuid import UUID
 
@@ -173,11 +172,7 @@ class AgentPaneCommands:
         """
         if agent:
             return {"status": task_status(agent_state)}
-        last = self.agent_panes.last_raw_input(pane_id)
-        recently = last is not None and time.monotonic() - last < self.timing.quiet_seconds
-        status = shell_status(
-            processes, screen, typed_recently=recently, sendable=self.shell_send_enabled
-        )
+        status = shell_status(processes, screen, sendable=self.shell_send_enabled)
         return {"status": status} if status is not None else {}
 
     @staticmethod

@@ -81,17 +81,9 @@ def command_line(screen: Screen) -> str | None:
     return screen.text_from(mark.x, mark.y)
 
 
-def judge(
-    processes: tuple[ForegroundProcess, ...], screen: Screen, *, typed_recently: bool
-) -> ShellReading:
+def judge(processes: tuple[ForegroundProcess, ...], screen: Screen) -> ShellReading:
     """The verdict on the pane whose foreground is ``processes`` and screen ``screen`` (now)."""
-    return read_shell(
-        processes,
-        screen.prompt,
-        line=command_line(screen),
-        cursor=screen.cursor,
-        typed_recently=typed_recently,
-    )
+    return read_shell(processes, screen.prompt, line=command_line(screen), cursor=screen.cursor)
 
 
 def _typed_since(panes: AgentPanes, pane_id: UUID, since: float) -> bool:
@@ -99,20 +91,16 @@ def _typed_since(panes: AgentPanes, pane_id: UUID, since: float) -> bool:
     return last is not None and last >= since
 
 
-async def _read(
-    panes: AgentPanes, pane_id: UUID, timing: DeliveryTiming
-) -> tuple[ShellReading, Screen]:
+async def _read(panes: AgentPanes, pane_id: UUID) -> tuple[ShellReading, Screen]:
     processes = await panes.foreground(pane_id)
     screen = await panes.screen(pane_id)
-    recently = _typed_since(panes, pane_id, time.monotonic() - timing.quiet_seconds)
-    return judge(processes, screen, typed_recently=recently), screen
+    return judge(processes, screen), screen
 
 
 def shell_status(
     processes: tuple[ForegroundProcess, ...],
     screen: Screen | None,
     *,
-    typed_recently: bool,
     sendable: bool,
 ) -> str | None:
     """``list``'s ``task.status`` for a pane with no agent (``None``: not proven).
@@ -122,7 +110,7 @@ def shell_status(
     """
     if screen is None:
         return "running" if processes and not is_shell(processes[0]) else None
-    status = judge(processes, screen, typed_recently=typed_recently).status
+    status = judge(processes, screen).status
     return None if status == "idle" and not sendable else status
 
 
@@ -145,7 +133,7 @@ async def deliver_command(
     if problem is not None:
         return cli_error(_COMMAND, "INVALID_ARGUMENT", problem)
     try:
-        reading, screen = await _read(panes, pane_id, timing)
+        reading, screen = await _read(panes, pane_id)
     except PaneNotFound:
         return cli_error(_COMMAND, "TARGET_NOT_FOUND", "The selected pane is gone.")
     except PaneSourceError as exc:

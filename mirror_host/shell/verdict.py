@@ -10,13 +10,13 @@ A pane is ready for a phone's ``send`` exactly when all of this is proven:
    (a command runs) or any other mark since;
 3. the command line after that mark is empty: the cursor is where the mark
    left it, the row still shows the same prompt left of it, and nothing follows
-   it on the screen (a half-typed or recalled line is not empty);
-4. nobody typed into the pane from a Mac within the last second.
+   it on the screen (a half-typed or recalled line is not empty).
 
-Anything not proven is not ready. ``list`` reports ``task.status`` from the
-same reading: ``idle`` exactly when a ``send`` would be accepted now,
-``running`` while a job (or a command the shell runs itself) is in the
-foreground, and nothing when neither is proven.
+Anything not proven is not ready (keys a Mac client types while a command line
+is delivered withhold its Enter: :mod:`mirror_host.commands.shell_input`).
+``list`` reports ``task.status`` from the same reading: ``idle`` exactly when
+a ``send`` would be accepted now, ``running`` while a job (or a command the
+shell runs itself) is in the foreground, and nothing when neither is proven.
 """
 
 from __future__ import annotations
@@ -90,7 +90,6 @@ def read_shell(
     *,
     line: str | None,
     cursor: tuple[int, int],
-    typed_recently: bool,
 ) -> ShellReading:
     """The verdict on a pane (module docstring).
 
@@ -149,8 +148,6 @@ def read_shell(
             "The shell's command line is not empty (a half-typed or recalled command); "
             "clear it on Host first. Nothing was sent.",
         )
-    if typed_recently:
-        return _refuse(NOT_READY, "Someone is typing in this pane on a Mac; nothing was sent.")
     return ShellReading(status="idle", code=None, message="", shell=leader, mark=mark)
 
 

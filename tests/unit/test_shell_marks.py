@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from mirror_host.agents import ForegroundProcess
+from mirror_host.commands.shell_input import command_line
 from mirror_host.shell.marks import Mark, MarkKind, MarkScanner, PromptMarks, parse_mark
 from mirror_host.shell.verdict import (
     BUSY,
     NOT_READY,
+    ShellReading,
     command_problem,
     display_width,
     fits,
@@ -122,16 +124,8 @@ def screen_at_prompt(typed: bytes = b"") -> Screen:
     return screen
 
 
-def verdict(screen: Screen, processes: tuple[ForegroundProcess, ...] = (BASH,), **kw: bool):  # type: ignore[no-untyped-def]
-    from mirror_host.commands.shell_input import command_line
-
-    return read_shell(
-        processes,
-        screen.prompt,
-        line=command_line(screen),
-        cursor=screen.cursor,
-        typed_recently=kw.get("typed_recently", False),
-    )
+def verdict(screen: Screen, processes: tuple[ForegroundProcess, ...] = (BASH,)) -> ShellReading:
+    return read_shell(processes, screen.prompt, line=command_line(screen), cursor=screen.cursor)
 
 
 def test_an_empty_prompt_is_idle_and_ready() -> None:
@@ -171,7 +165,6 @@ def test_nothing_unproven_is_idle() -> None:
     scrolled.feed(b"\r\n" * 6 + b"$ ")  # the prompt scrolled away and something else is there
     assert verdict(scrolled).code == NOT_READY
     assert verdict(screen_at_prompt(), ()).code == NOT_READY
-    assert verdict(screen_at_prompt(), typed_recently=True).code == NOT_READY
     alternate = screen_at_prompt(b"\x1b[?1049h")
     assert verdict(alternate).code == NOT_READY
 
