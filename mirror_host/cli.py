@@ -34,6 +34,7 @@ from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import ConfigError
 from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
 from mirror_host.logs import configure_logging
+from mirror_host.shell.integration import SHELL_NAMES, snippet
 
 __all__ = ["build_parser", "main"]
 
@@ -50,6 +51,7 @@ examples:
   mirror-host devices                         list paired devices
   mirror-host revoke DEVICE_ID                unpair one device
   mirror-host wire decode < capture.hex       decode packets captured as hex
+  eval "$(mirror-host shell-init bash)"       (in ~/.bashrc) let phones run commands there
   mirror-host attach 192.168.1.20:7880        watch and drive a host's pane here
   mirror-host conformance HOST:PORT --code C  check any Prowl mirror host
 
@@ -296,6 +298,14 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="log each packet of a logged-in connection as hex, for `wire decode`; the log "
         "then holds every screen and every key typed (docs/security.md): debugging only",
     )
+    serve.add_argument(
+        "--no-shell-send",
+        dest="shell_send",
+        action="store_const",
+        const=False,
+        help="refuse phones' shell commands (send): shell-send is not advertised and no shell "
+        "pane is listed idle (default: allowed in a shell proven to wait at an empty prompt)",
+    )
     tmux = serve.add_argument_group("--source tmux").add_mutually_exclusive_group()
     tmux.add_argument(
         "--tmux-socket",
@@ -420,6 +430,28 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.set_defaults(parser=check, handler=_run_check_config)
 
 
+def _add_shell_init(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    shell_init = commands.add_parser(
+        "shell-init",
+        help="print the prompt-mark integration for a shell",
+        description=(
+            "Print the integration that makes SHELL mark its prompt (OSC 133), so a host "
+            "mirroring it through tmux knows when it waits at an empty prompt and a phone's "
+            "Send may run a command there. Load it at the end of the shell's start-up file; "
+            "panes the host starts itself (--source local) get it without this."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "set-up:\n"
+            '  bash  ~/.bashrc:                   eval "$(mirror-host shell-init bash)"\n'
+            '  zsh   ~/.zshrc:                    eval "$(mirror-host shell-init zsh)"\n'
+            "  fish  ~/.config/fish/config.fish:  mirror-host shell-init fish | source\n"
+        ),
+    )
+    shell_init.add_argument("shell", choices=SHELL_NAMES, metavar="SHELL", help="bash, zsh or fish")
+    shell_init.set_defaults(parser=shell_init, handler=_run_shell_init)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every sub-command."""
     parser = argparse.ArgumentParser(
@@ -433,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(commands)
     _add_admin(commands)
     _add_wire(commands)
+    _add_shell_init(commands)
     add_client_commands(commands)
     return parser
 
@@ -453,6 +486,7 @@ _FLAG_KEYS = {
     "herdr_bin": "herdr.bin",
     "tmux_socket": "tmux.socket_name",
     "tmux_socket_path": "tmux.socket_path",
+    "shell_send": "commands.shell_send",
 }
 
 
@@ -497,6 +531,11 @@ def _run_check_config(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -
         stdout.write(json.dumps(dataclasses.asdict(config), indent=2, default=str) + "\n")
     else:
         stdout.write(render_toml(config))
+    return 0
+
+
+def _run_shell_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    stdout.write(snippet(args.shell))
     return 0
 
 

@@ -38,13 +38,16 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         from mirror_host.commands.service import CommandService
         from mirror_host.panes.local import LocalSource
 
+        shell_send = config.commands.shell_send
         source = LocalSource(
             config.local.commands,
             columns=config.local.columns,
             rows=config.local.rows,
             respawn=config.local.respawn,
+            shell_integration=shell_send,
         )
-        return source, CommandService(LocalCommands(source, profiles=config.profiles))
+        commands = LocalCommands(source, profiles=config.profiles, shell_send=shell_send)
+        return source, CommandService(commands)
     if kind == "herdr":
         from mirror_host.commands.herdr import HerdrCommands
         from mirror_host.commands.service import CommandService
@@ -67,8 +70,14 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         from mirror_host.commands.tmux import TmuxCommands
         from mirror_host.panes.tmux import TmuxSource
 
-        tmux = TmuxSource(socket_name=config.tmux.socket_name, socket_path=config.tmux.socket_path)
-        return tmux, CommandService(TmuxCommands(tmux, profiles=config.profiles))
+        shell_send = config.commands.shell_send
+        tmux = TmuxSource(
+            socket_name=config.tmux.socket_name,
+            socket_path=config.tmux.socket_path,
+            follow_all=shell_send,
+        )
+        backend = TmuxCommands(tmux, profiles=config.profiles, shell_send=shell_send)
+        return tmux, CommandService(backend)
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "SOURCE_KINDS",
+    "CommandSettings",
     "Config",
     "Endpoint",
     "HerdrSettings",
@@ -134,6 +135,15 @@ class TmuxSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CommandSettings:
+    """What remote commands may do."""
+
+    #: Phones may run a command line in a shell pane that waits at an empty prompt
+    #: (``shell-send``; local and tmux panes). ``--no-shell-send`` turns it off.
+    shell_send: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     """A launchable agent profile for the ``create`` command."""
 
@@ -154,6 +164,7 @@ class Config:
     local: LocalSettings = field(default_factory=LocalSettings)
     herdr: HerdrSettings = field(default_factory=HerdrSettings)
     tmux: TmuxSettings = field(default_factory=TmuxSettings)
+    commands: CommandSettings = field(default_factory=CommandSettings)
     #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
     profiles: tuple[Profile, ...] | None = None
 
@@ -238,6 +249,18 @@ def _text_list(value: object) -> tuple[str, ...]:
     raise ValueError("expected a string or an array of strings")
 
 
+def _switch(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "yes", "on", "1"):
+            return True
+        if text in ("false", "no", "off", "0"):
+            return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
 def _address(value: object) -> str | None:
     text = _optional_text(value)
     if text is not None:
@@ -296,6 +319,7 @@ KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "herdr.session": ("herdr", "session", _optional_text),
     "tmux.socket_name": ("tmux", "socket_name", _optional_text),
     "tmux.socket_path": ("tmux", "socket_path", _optional_text),
+    "commands.shell_send": ("commands", "shell_send", _switch),
 }
 
 _PROFILE_KEYS = {"name", "agent", "args"}

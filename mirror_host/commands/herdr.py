@@ -15,6 +15,12 @@
   ``pane.send_input`` followed by Enter only after the text is seen in the pane.
   Success means every byte and the Enter were handed to Herdr; anything less is
   ``SEND_FAILED`` saying how far it got, and nothing is retried.
+* ``send``: refused with Prowl's own words ("Host cannot verify an empty shell
+  command line. Use an Agent Profile or control the shell on Host."), which is
+  exactly so here: Herdr reports an agent's state, but nothing that proves a
+  plain shell waits at an empty prompt (no prompt marks, no cursor position in
+  its reads). So a shell pane is never listed ``idle`` and ``shell-send`` is not
+  advertised.
 """
 
 from __future__ import annotations
@@ -186,13 +192,20 @@ class HerdrCommands:
                         "worktree": worktrees[workspace.id],
                         "tab": self._tab(tab),
                         "pane": self._pane(pane),
-                        "task": {"status": "running" if pane.agent_status == "working" else "idle"},
+                        "task": self._task(pane),
                     }
                 )
         return cli_success(
             "list",
             {"count": len(items), "items": items, "worktrees": list(worktrees.values())},
         )
+
+    @staticmethod
+    def _task(pane: HerdrPane) -> dict[str, JSONValue]:
+        """An agent's state; nothing for a shell (Herdr cannot prove it idle or busy)."""
+        if not pane.agent:
+            return {}
+        return {"status": "running" if pane.agent_status == "working" else "idle"}
 
     async def profiles(self) -> JSONValue:
         """The profile catalogue with availability on this machine."""

@@ -10,6 +10,9 @@ A launched agent gets its first prompt through the same guarded delivery as a
 phone's (:mod:`mirror_host.commands.agent_input`), once it shows an empty,
 idle composer; an agent that never gets there within half a minute, or stops
 on a dialog (a trust prompt, a login), gets nothing typed.
+
+A phone's ``send`` runs a command line in a shell pane through
+:mod:`mirror_host.commands.shell_input` (``shell-send``, unless turned off).
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.agents import Agent, AgentState
+from mirror_host.agents import Agent, AgentState, ForegroundProcess
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, deliver, observe
-from mirror_host.commands.responses import cli_error, cli_success
+from mirror_host.commands.responses import SEND_REFUSED, cli_error, cli_success, rejected
+from mirror_host.commands.shell_input import deliver_command, shell_status
 from mirror_host.config import Profile
-from mirror_host.control import CreateCommand
+from mirror_host.control import CreateCommand, SendCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
+from mirror_host.terminal import Screen
 
 __all__ = ["KNOWN_AGENTS", "READY_SECONDS", "AgentPaneCommands", "first_prompt", "task_status"]
 
@@ -86,8 +91,11 @@ class AgentPaneCommands:
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,
+        shell_send: bool = True,
     ) -> None:
         self.agent_panes = panes
+        #: Whether phones may run command lines in shell panes (``--no-shell-send`` turns it off).
+        self.shell_send_enabled = shell_send
         self.profiles_table = (
             profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
         )
@@ -102,6 +110,7 @@ class AgentPaneCommands:
             "launch-shell",
             "agents-dispatch",
             "agent-input",
+            *(("shell-send",) if self.shell_send_enabled else ()),
         )
 
     async def run(self) -> None:
@@ -125,6 +134,16 @@ class AgentPaneCommands:
             timing=self.timing,
         )
 
+    async def shell_send(
+        self, pane_id: UUID, command: SendCommand, *, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Run ``command.text`` in the shell pane, guarded; refused when shell-send is off."""
+        if not self.shell_send_enabled:
+            return rejected(SEND_REFUSED)
+        return await deliver_command(
+            self.agent_panes, pane_id, command, authorized=authorized, timing=self.timing
+        )
+
     # ------------------------------------------------------------ helpers for subclasses
 
     async def prompt_launched(
@@ -136,6 +155,25 @@ class AgentPaneCommands:
         return await first_prompt(
             self.agent_panes, pane_id, command.launch.prompt, timing=self.timing
         )
+
+    def task(
+        self,
+        pane_id: UUID,
+        processes: tuple[ForegroundProcess, ...],
+        screen: Screen | None,
+        agent_state: AgentState | None,
+        *,
+        agent: bool,
+    ) -> dict[str, JSONValue]:
+        """``list``'s ``task`` for a pane: the agent's state, or what its shell proves.
+
+        A shell pane is ``idle`` exactly when a ``send`` would be accepted now,
+        ``running`` while a job runs, and has no status when neither is proven.
+        """
+        if agent:
+            return {"status": task_status(agent_state)}
+        status = shell_status(processes, screen, sendable=self.shell_send_enabled)
+        return {"status": status} if status is not None else {}
 
     @staticmethod
     def list_result(

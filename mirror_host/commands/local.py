@@ -28,7 +28,7 @@ from mirror_host.commands.agent_input import (
     bracketed,
     plain_pasteable,
 )
-from mirror_host.commands.launch import AgentPaneCommands, task_status
+from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
@@ -88,15 +88,16 @@ class LocalCommands(AgentPaneCommands):
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,
+        shell_send: bool = True,
     ) -> None:
         self.source = source
         self.panes = LocalAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing)
+        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
 
     # ------------------------------------------------------------ catalogue
 
-    async def _describe(self, pane: LocalPane) -> tuple[dict[str, JSONValue], str]:
-        """The pane as ``list`` describes it (with its agent), and its task status."""
+    async def _describe(self, pane: LocalPane) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
+        """The pane as ``list`` describes it (with its agent), and its task."""
         processes = await self.panes.foreground(pane.id) if pane.alive else ()
         found = identify_group(processes)
         state = detect(processes, ScreenText(pane.screen)).state if found else None
@@ -108,7 +109,7 @@ class LocalCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, task_status(state)
+        return record, self.task(pane.id, processes, pane.screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""
@@ -116,7 +117,7 @@ class LocalCommands(AgentPaneCommands):
         items: list[JSONValue] = []
         for pane in self.source.live_panes():
             try:
-                record, status = await self._describe(pane)
+                record, task = await self._describe(pane)
             except PaneSourceError:
                 continue  # exited while being listed
             worktree = catalogue.worktree_for(str(record["cwd"]))
@@ -126,7 +127,7 @@ class LocalCommands(AgentPaneCommands):
                     "worktree": worktree,
                     "tab": {"id": record["id"], "title": pane.title, "selected": False},
                     "pane": record,
-                    "task": {"status": status},
+                    "task": task,
                 }
             )
         return self.list_result(items, worktrees)

@@ -4,9 +4,10 @@ The session has already checked the envelope's lease rules (a targeted command
 carries the current lease; a subscribed connection sends only ``list``; one
 command in flight). This service adds the rest of Prowl's rules (host docs §8):
 
-* ``output`` must be ``json``; ``send`` is always refused; prompts are at most
-  64 KiB; a targeted command names exactly the leased pane (a *different* pane
-  closes the connection);
+* ``output`` must be ``json``; ``send`` goes to a backend that can run shell
+  command lines (:class:`ShellSender`), and is refused otherwise; prompts are at
+  most 64 KiB; a targeted command names exactly the leased pane (a *different*
+  pane closes the connection);
 * mutations are retained by request id (:mod:`mirror_host.commands.receipts`);
 * authorisation is checked when execution starts and again, by the backend,
   right before anything is written to a pane;
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 import trio
@@ -59,7 +60,7 @@ from mirror_host.control.swiftjson import JSONValue
 from mirror_host.session.connection import Session
 from mirror_host.session.events import CommandRequested, ReceiptRequested
 
-__all__ = ["CommandBackend", "CommandService"]
+__all__ = ["CommandBackend", "CommandService", "ShellSender"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,17 @@ class CommandBackend(Protocol):
         self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Authorized
     ) -> JSONValue:
         """Deliver a prompt to the agent in a pane; ``authorized`` right before writing."""
+        ...
+
+
+@runtime_checkable
+class ShellSender(Protocol):
+    """A backend that answers ``send`` itself (running it, or saying why it cannot)."""
+
+    async def shell_send(
+        self, pane_id: UUID, command: SendCommand, *, authorized: Authorized
+    ) -> JSONValue:
+        """Run ``command.text`` in the shell pane, or refuse (``authorized`` before writing)."""
         ...
 
 
@@ -287,7 +299,7 @@ class CommandService(CommandHandler):
             if result is None:  # cancelled: the lease went away (or the host stopped)
                 result = (
                     cli_error(command.NAME, "TIMEOUT", CANCELLED_INPUT)
-                    if isinstance(command, AgentsInputCommand | AgentsDispatchCommand)
+                    if isinstance(command, AgentsInputCommand | AgentsDispatchCommand | SendCommand)
                     else rejected(NO_LONGER_OWNS)
                 )
             self.receipts.finish(receipt, result)
@@ -299,7 +311,7 @@ class CommandService(CommandHandler):
     ) -> JSONValue:
         capabilities = self.capabilities
         if isinstance(command, SendCommand):
-            return rejected(SEND_REFUSED)
+            return await self._send(command, pane_id, authorized)
         if isinstance(command, CreateCommand):
             needed = "launch-profile" if command.launch is not None else "launch-shell"
             if needed not in capabilities:
@@ -323,4 +335,19 @@ class CommandService(CommandHandler):
             )
         except Exception:  # pragma: no cover - a backend bug must not kill the host
             logger.exception("agent input failed")
+            return cli_error(command.NAME, "SEND_FAILED", INPUT_UNCONFIRMED)
+
+    async def _send(
+        self, command: SendCommand, pane_id: UUID | None, authorized: Authorized
+    ) -> JSONValue:
+        """``send``: the backend's own answer; refused as Prowl's host does without one."""
+        backend = self.backend
+        if not isinstance(backend, ShellSender) or pane_id is None:
+            return rejected(SEND_REFUSED)
+        if not authorized():
+            return rejected(NO_LONGER_OWNS)
+        try:
+            return await backend.shell_send(pane_id, command, authorized=authorized)
+        except Exception:  # pragma: no cover - a backend bug must not kill the host
+            logger.exception("shell send failed")
             return cli_error(command.NAME, "SEND_FAILED", INPUT_UNCONFIRMED)

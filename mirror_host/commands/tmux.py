@@ -38,7 +38,7 @@ from mirror_host.commands.agent_input import (
     bracketed,
     plain_pasteable,
 )
-from mirror_host.commands.launch import AgentPaneCommands, task_status
+from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
@@ -146,10 +146,11 @@ class TmuxCommands(AgentPaneCommands):
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,
+        shell_send: bool = True,
     ) -> None:
         self.source = source
         self.panes = TmuxAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing)
+        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
 
     # ------------------------------------------------------------ catalogue
 
@@ -165,11 +166,11 @@ class TmuxCommands(AgentPaneCommands):
 
     async def _pane_record(
         self, pane_id: UUID, row: PaneRow, pid: int
-    ) -> tuple[dict[str, JSONValue], str]:
-        """The pane as ``list`` describes it (with its agent), and its task status.
+    ) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
+        """The pane as ``list`` describes it (with its agent), and its task.
 
-        The status is read from the screen only for a pane somebody watches: only
-        those have a mirrored screen, and ``list`` never reads a terminal itself.
+        The status is read from the screen only for a pane the source mirrors:
+        ``list`` never reads a terminal itself.
         """
         processes = await terminal_foreground(pid) if pid else ()
         found = identify_group(processes)
@@ -182,7 +183,7 @@ class TmuxCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, task_status(state)
+        return record, self.task(pane_id, processes, screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, windows as tabs."""
@@ -196,7 +197,7 @@ class TmuxCommands(AgentPaneCommands):
             window_active, pane_active, pid = focus.get(row.pane_id, (False, False, 0))
             worktree = catalogue.worktree_for(row.path)
             worktrees.setdefault(str(worktree["id"]), worktree)
-            pane, status = await self._pane_record(pane_id, row, pid)
+            pane, task = await self._pane_record(pane_id, row, pid)
             pane["focused"] = window_active and pane_active
             items.append(
                 {
@@ -207,7 +208,7 @@ class TmuxCommands(AgentPaneCommands):
                         "selected": window_active,
                     },
                     "pane": pane,
-                    "task": {"status": status},
+                    "task": task,
                 }
             )
         return self.list_result(items, worktrees)

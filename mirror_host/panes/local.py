@@ -6,6 +6,11 @@ libghostty :class:`~mirror_host.terminal.Screen` as it arrives, so this source
 pushes changes (frames follow output within milliseconds) and supports history,
 remote scroll, viewport text (plain and styled) and scroll state. A pane whose
 process exits leaves the list, and its subscriber gets ``ended paneClosed``.
+
+With ``shell_integration`` (the default), a pane that runs bash, zsh or fish
+starts it with prompt marks added after the user's own start-up files
+(:mod:`mirror_host.shell.inject`), so the host knows when it waits at an empty
+prompt (a phone's ``send``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from mirror_host.panes.model import (
     Watchers,
 )
 from mirror_host.panes.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.shell.inject import ShellIntegration
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
 
@@ -156,6 +162,7 @@ class LocalSource:
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         respawn: bool = False,
+        shell_integration: bool = True,
     ) -> None:
         self._commands = list(commands)
         #: Start the panes again when the last one exits (``--local-respawn``).
@@ -163,6 +170,8 @@ class LocalSource:
         self._started = 0.0
         self._respawn_delay = RESPAWN_FIRST_SECONDS
         self._respawning = False
+        self._shell_integration = shell_integration
+        self._integration: ShellIntegration | None = None
         self._columns = columns
         self._rows = rows
         self._cwd = cwd or _start_directory()
@@ -181,6 +190,11 @@ class LocalSource:
             PaneSourceError: a pane could not be started at all (the message says which).
         """
         try:
+            if self._shell_integration:
+                try:
+                    self._integration = ShellIntegration.create()
+                except OSError as exc:
+                    logger.warning("shells start without prompt marks: %s", exc)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._spawn_all()
@@ -190,6 +204,9 @@ class LocalSource:
             for pane in list(self._panes.values()):
                 self._terminate(pane)
             self._panes.clear()
+            if self._integration is not None:
+                self._integration.remove()
+                self._integration = None
 
     def _spawn_all(self) -> None:
         if self._commands:
@@ -259,6 +276,8 @@ class LocalSource:
         env["TERM"] = "xterm-256color"
         env.pop("LINES", None)
         env.pop("COLUMNS", None)
+        if self._integration is not None:
+            argv, env = self._integration.wrap(argv, env)
         try:
             process = subprocess.Popen(
                 argv,

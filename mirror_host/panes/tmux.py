@@ -13,6 +13,12 @@ window or layout change, not on a timer. Input goes through ``send-keys -H``
 (raw bytes), scrolling through copy mode, history through ``capture-pane -S -``.
 A pane's grid is its real tmux size; it is never resized for a phone.
 
+With ``follow_all`` (the host's default while phones may run shell commands),
+the source watches every pane itself: each is seeded once and its output fed
+to its screen from then on, so the shell prompts drawn while nobody was
+subscribed are known (:attr:`Screen.prompt`) when a phone arrives. Without it,
+only subscribed panes are read.
+
 While a pane is scrolled back, its viewport text is the copy-mode view, read
 with its attributes (``capture-pane -e``) when the scroll happens and put on a
 libghostty screen, so it reads the way Prowl reads rows. Its styled archive
@@ -82,6 +88,11 @@ _RELIST_DEBOUNCE_SECONDS = 0.05
 _MAX_BACKOFF_SECONDS = 30.0
 _SEND_CHUNK = 2048
 _MAX_LINE = 64 * 1024 * 1024
+_FOLLOW_RETRY_SECONDS = 1.0
+
+
+def _ignore() -> None:
+    """The host's own watch needs no wake-ups."""
 
 
 @dataclass(eq=False)
@@ -98,6 +109,9 @@ class _Pane:
     #: The copy-mode view while scrolled back: exactly its rows, as Prowl reads them.
     viewport: str | None = None
     archives: ArchiveCache = field(default_factory=ArchiveCache)
+    #: Set when the pane leaves the listing (the host's own watch then ends).
+    gone: trio.Event = field(default_factory=trio.Event)
+    followed: bool = False
 
 
 #: Blocks of a command line's reply, one tuple of lines per block.
@@ -243,8 +257,10 @@ class TmuxSource:
         socket_name: str | None = None,
         socket_path: str | None = None,
         tmux: str = "tmux",
+        follow_all: bool = True,
     ) -> None:
         self.tmux = tmux
+        self._follow_all = follow_all
         self.base_command = [tmux]
         if socket_path:
             self.base_command += ["-S", socket_path]
@@ -380,6 +396,11 @@ class TmuxSource:
         for session_id, client in list(self._clients.items()):
             if session_id not in sessions:
                 await client.close()
+        if self._follow_all:
+            for pane in self._panes.values():
+                if not pane.followed:
+                    pane.followed = True
+                    self._nursery.start_soon(self._follow, pane)
         await self._pause_unwatched()
         self._listed.set()
 
@@ -393,9 +414,25 @@ class TmuxSource:
             except PaneSourceError as exc:
                 logger.debug("could not pause %s: %s", pane.row.pane_id, exc)
 
+    async def _follow(self, pane: _Pane) -> None:
+        """Watch ``pane`` on the host's own behalf until it leaves the listing."""
+        while not pane.gone.is_set():
+            try:
+                async with self.watch(pane.uuid, _ignore):
+                    await pane.gone.wait()
+                return
+            except PaneSourceError as exc:
+                logger.debug("following tmux pane %s: %s", pane.row.pane_id, exc)
+            with trio.move_on_after(_FOLLOW_RETRY_SECONDS):
+                await pane.gone.wait()
+
     def client_gone(self, client: _ControlClient) -> None:
         if self._clients.get(client.session_id) is client:
             del self._clients[client.session_id]
+        for pane in self._panes.values():
+            if pane.row.session_id == client.session_id and pane.screen is not None:
+                # Output was lost with the client: what the marks said is stale.
+                pane.screen.prompt.forget()
         self.request_relist()
 
     def _drop(self, pane: _Pane) -> None:
@@ -403,6 +440,7 @@ class TmuxSource:
         if self._by_tmux_id.get(pane.row.pane_id) is pane:
             del self._by_tmux_id[pane.row.pane_id]
         pane.screen = None
+        pane.gone.set()
         pane.watchers.notify()  # subscribers find it gone and get `ended paneClosed`
 
     def _forget_all(self) -> None:

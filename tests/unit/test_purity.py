@@ -48,6 +48,10 @@ PURE_MODULES = [
     "mirror_host.agents.opencode",
     "mirror_host.agents.aider",
     "mirror_host.agents.omp",
+    "mirror_host.shell",
+    "mirror_host.shell.marks",
+    "mirror_host.shell.verdict",
+    "mirror_host.shell.integration",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 

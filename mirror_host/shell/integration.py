@@ -1,0 +1,128 @@
+"""Shell integration: the snippets that make bash, zsh and fish mark their prompts. Pure.
+
+``mirror-host shell-init SHELL`` prints one of these (``eval "$(mirror-host
+shell-init bash)"`` at the end of ``~/.bashrc``); the local source loads the
+same code into the shells it starts, after the user's own start-up files
+(:mod:`mirror_host.shell.inject`). Each snippet:
+
+* marks where the prompt starts and, with ``OSC 133 ; B``, where it ends, from
+  inside the prompt itself, so a shell that redraws its prompt (Ctrl-L, a
+  resize) marks it again; ``C`` when a command line is accepted; ``D;status``
+  when the command is done. The prompt's start is kitty's explicit
+  ``133;P;k=i`` rather than ``A``: libghostty (like Ghostty) moves an ``A``
+  that finds the cursor mid-line to a fresh line, and tmux does not, so the
+  host's copy of a tmux pane would drift a row from tmux's own after every
+  command whose output does not end its last line;
+* keeps the user's own prompt, ``PROMPT_COMMAND``, ``PS0``, ``precmd`` and
+  ``preexec`` hooks and ``fish_prompt``: it wraps them, runs its prompt part
+  after theirs (so a theme that rewrites the prompt every time keeps its
+  marks), and hands their exit status on unchanged;
+* loads once, however often it is sourced, and only in interactive shells.
+
+Another integration that also emits OSC 133 marks (Ghostty's, kitty's …) may
+run beside it: the marks then come twice at the same places, which the host's
+reading (:mod:`mirror_host.shell.marks`) takes as they come: only the latest
+mark counts.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SHELL_NAMES", "snippet"]
+
+SHELL_NAMES = ("bash", "zsh", "fish")
+
+_BASH = r"""# mirror-host shell integration for bash: OSC 133 prompt marks (docs/operations.md).
+if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
+    __mirror_host_marks=1
+    __mirror_host_a=$'\\[\e]133;P;k=i\a\\]'
+    __mirror_host_b=$'\\[\e]133;B\a\\]'
+    __mirror_host_c=$'\e]133;C\a'
+    __mirror_host_prompt_start() {
+        local status=$?
+        builtin printf '\e]133;D;%s\a' "$status"
+        return "$status"
+    }
+    __mirror_host_prompt_end() {
+        local status=$?
+        PS1=${PS1//"$__mirror_host_a"/}
+        PS1=${PS1//"$__mirror_host_b"/}
+        PS1=$__mirror_host_a$PS1$__mirror_host_b
+        [[ ${PS0-} == *"$__mirror_host_c"* ]] || PS0=${PS0-}$__mirror_host_c
+        return "$status"
+    }
+    if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then
+        PROMPT_COMMAND=(__mirror_host_prompt_start
+            ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"} __mirror_host_prompt_end)
+    else
+        PROMPT_COMMAND=__mirror_host_prompt_start${PROMPT_COMMAND:+$'\n'$PROMPT_COMMAND}
+        PROMPT_COMMAND+=$'\n'__mirror_host_prompt_end
+    fi
+fi
+"""
+
+_ZSH = r"""# mirror-host shell integration for zsh: OSC 133 prompt marks (docs/operations.md).
+if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
+    typeset -g __mirror_host_marks=1
+    typeset -g __mirror_host_a=$'%{\e]133;P;k=i\a%}' __mirror_host_b=$'%{\e]133;B\a%}'
+    __mirror_host_precmd() {
+        local ret=$?
+        builtin print -rn -- $'\e]133;D;'"$ret"$'\a'
+        PS1=${PS1//$__mirror_host_a/}
+        PS1=${PS1//$__mirror_host_b/}
+        PS1=$__mirror_host_a$PS1$__mirror_host_b
+        # Run after every other precmd hook from the next prompt on, so a theme
+        # that sets the prompt in its own hook keeps the marks.
+        if [[ ${precmd_functions[-1]} != __mirror_host_precmd ]]; then
+            precmd_functions=(${precmd_functions:#__mirror_host_precmd} __mirror_host_precmd)
+        fi
+        return $ret
+    }
+    __mirror_host_preexec() {
+        builtin print -rn -- $'\e]133;C\a'
+    }
+    typeset -ga precmd_functions preexec_functions
+    precmd_functions+=(__mirror_host_precmd)
+    preexec_functions+=(__mirror_host_preexec)
+fi
+"""
+
+_FISH = r"""# mirror-host shell integration for fish: OSC 133 prompt marks (docs/operations.md).
+if status is-interactive; and not set -q __mirror_host_marks
+    set -g __mirror_host_marks 1
+    function __mirror_host_return
+        return $argv[1]
+    end
+    function __mirror_host_wrap_prompt --on-event fish_prompt
+        # Wrap fish_prompt again whenever it is (re)defined by someone else.
+        if functions -q fish_prompt
+            and not functions fish_prompt | string match -q '*__mirror_host_user_prompt*'
+            functions -e __mirror_host_user_prompt
+            functions -c fish_prompt __mirror_host_user_prompt
+            function fish_prompt
+                set -l last_status $status
+                printf '\e]133;P;k=i\a'
+                __mirror_host_return $last_status
+                __mirror_host_user_prompt
+                printf '\e]133;B\a'
+            end
+        end
+    end
+    function __mirror_host_preexec --on-event fish_preexec
+        printf '\e]133;C\a'
+    end
+    function __mirror_host_postexec --on-event fish_postexec
+        printf '\e]133;D;%s\a' $status
+    end
+end
+"""
+
+_SNIPPETS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
+
+
+def snippet(shell: str) -> str:
+    """The integration for ``shell`` (``bash``, ``zsh`` or ``fish``).
+
+    Raises:
+        KeyError: another shell.
+    """
+    return _SNIPPETS[shell]

@@ -1,0 +1,194 @@
+"""OSC 133 prompt marks in a terminal's output, and what the latest ones say. Pure.
+
+Shells with prompt integration (fish 4, and the integrations of Ghostty, kitty,
+WezTerm, iTerm2, VS Code and mirror-host's own ``shell-init``) mark their
+prompt in the byte stream they write:
+
+* ``ESC ] 133 ; A`` the prompt starts,
+* ``ESC ] 133 ; B`` the prompt ends and the command line starts,
+* ``ESC ] 133 ; C`` the command line was accepted and runs,
+* ``ESC ] 133 ; D [; status]`` the command is done,
+
+each ended by BEL or ST (``ESC \\``), optionally with more ``;``-separated
+parameters (``133;A;cl=m;aid=12``). :class:`MarkScanner` finds where each mark
+ends in output fed in arbitrary pieces (a mark may be split across reads), so
+the feeder can hand the screen emulator the bytes up to a mark, read the cursor
+there, and go on: the mark's position is then the emulator's own.
+:class:`PromptMarks` keeps what the marks say: after a ``B`` and no other mark
+since, the shell waits for a command line that starts where the ``B`` left the
+cursor.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+__all__ = ["InputMark", "Mark", "MarkKind", "MarkScanner", "PromptMarks"]
+
+
+class MarkKind(enum.Enum):
+    """The four marks of a prompt's life."""
+
+    PROMPT = "A"
+    INPUT = "B"
+    COMMAND = "C"
+    DONE = "D"
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One OSC 133 mark and its parameters after the letter (``("0",)`` for ``D;0``)."""
+
+    kind: MarkKind
+    params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InputMark:
+    """Where the latest ``B`` mark left the cursor, and the row's text before it.
+
+    ``before`` is the text of the mark's row left of the mark (the prompt's last
+    line, trailing blanks trimmed): if that text changes, the screen scrolled or
+    was redrawn, and the position no longer says where the command line starts.
+    ``serial`` counts the marks seen so far, so a newer prompt is a different one.
+    """
+
+    x: int
+    y: int
+    before: str
+    serial: int
+
+
+_KINDS = {kind.value: kind for kind in MarkKind}
+#: What ends (or aborts) an OSC string: BEL, ESC (ST is ESC \), CAN, SUB.
+_OSC_END = re.compile(rb"[\x07\x1b\x18\x1a]")
+#: An OSC body longer than this is not a mark we need to read (its parameters are dropped).
+_KEEP = 256
+
+
+class _State(enum.Enum):
+    GROUND = 0
+    ESCAPE = 1  # saw ESC outside an OSC
+    OSC = 2  # inside ESC ] …
+    OSC_ESCAPE = 3  # saw ESC inside an OSC: ST if a backslash follows
+
+
+class MarkScanner:
+    """Finds OSC 133 marks in a byte stream fed in pieces of any size.
+
+    It follows only what matters for OSC strings (where one starts, what ends
+    it), the way a VT parser does: an ``ESC`` inside one ends it and starts a
+    new escape sequence, CAN and SUB abort it.
+    """
+
+    def __init__(self) -> None:
+        self._state = _State.GROUND
+        self._body = bytearray()
+        self._overflow = False
+
+    def feed(self, data: bytes) -> list[tuple[int, Mark]]:
+        """The marks completed in ``data``, each with the offset just past its terminator."""
+        found: list[tuple[int, Mark]] = []
+        i, size = 0, len(data)
+        while i < size:
+            state = self._state
+            if state is _State.GROUND:
+                # Straight to the next OSC: other escape sequences (SGR, cursor
+                # moves …) are skipped at C speed, not one by one.
+                start = data.find(b"\x1b]", i)
+                if start < 0:
+                    if data[-1] == 0x1B:
+                        self._state = _State.ESCAPE  # an OSC may start in the next piece
+                    break
+                self._begin()
+                i = start + 2
+            elif state is _State.ESCAPE:
+                if data[i] == 0x5D:  # ]
+                    self._begin()
+                    i += 1
+                else:
+                    self._state = _State.GROUND  # some other escape: not ours
+            elif state is _State.OSC:
+                end = _OSC_END.search(data, i)
+                stop = size if end is None else end.start()
+                self._keep(data[i:stop])
+                if end is None:
+                    break
+                byte = data[stop]
+                i = stop + 1
+                if byte == 0x07:
+                    self._finish(found, i)
+                elif byte == 0x1B:
+                    self._state = _State.OSC_ESCAPE
+                else:
+                    self._state = _State.GROUND  # CAN / SUB abort the string
+            else:  # OSC_ESCAPE
+                if data[i] == 0x5C:  # backslash: ST
+                    i += 1
+                    self._finish(found, i)
+                else:
+                    # The ESC aborted the OSC and starts a new sequence here.
+                    self._state = _State.ESCAPE
+        return found
+
+    def _begin(self) -> None:
+        self._state = _State.OSC
+        self._body.clear()
+        self._overflow = False
+
+    def _keep(self, chunk: bytes) -> None:
+        if self._overflow or not chunk:
+            return
+        if len(self._body) + len(chunk) > _KEEP:
+            self._overflow = True
+            return
+        self._body += chunk
+
+    def _finish(self, found: list[tuple[int, Mark]], offset: int) -> None:
+        self._state = _State.GROUND
+        if self._overflow:
+            return
+        mark = parse_mark(bytes(self._body))
+        if mark is not None:
+            found.append((offset, mark))
+
+
+def parse_mark(body: bytes) -> Mark | None:
+    """The mark an OSC body (between ``ESC ]`` and its terminator) holds, if any."""
+    if not body.startswith(b"133;"):
+        return None
+    parts = body[4:].decode("utf-8", "replace").split(";")
+    kind = _KINDS.get(parts[0])
+    return Mark(kind, tuple(parts[1:])) if kind is not None else None
+
+
+class PromptMarks:
+    """What the marks seen so far say about the shell's command line."""
+
+    def __init__(self) -> None:
+        self.serial = 0
+        self.last: Mark | None = None
+        self._input: InputMark | None = None
+
+    def note(self, mark: Mark, x: int, y: int, before: str) -> None:
+        """A mark was read with the cursor at ``(x, y)``; ``before`` is its row left of it."""
+        self.serial += 1
+        self.last = mark
+        self._input = InputMark(x, y, before, self.serial) if mark.kind is MarkKind.INPUT else None
+
+    def forget(self) -> None:
+        """The screen was replaced or reset: nothing earlier is known any more."""
+        self.last = None
+        self._input = None
+
+    @property
+    def waiting(self) -> InputMark | None:
+        """The ``B`` mark the shell waits after, if it is the latest mark."""
+        return self._input
+
+    @property
+    def running(self) -> bool:
+        """A command line was accepted (``C``) and no later mark came."""
+        return self.last is not None and self.last.kind is MarkKind.COMMAND

@@ -1,0 +1,418 @@
+"""Phones running commands in shell panes (``send``), end to end over real TLS.
+
+Real shells in real PTYs (local panes, with the host's own integration) and in
+a real tmux server (bash set up with ``mirror-host shell-init bash``). A phone
+routes Send the way Prowl's apps do: ``list`` with its lease, the pane's item
+without an agent must say ``task.status == "idle"`` and the host must advertise
+``shell-send``; then ``send``. The command appends to a file, so each test
+proves the shell ran it exactly once, or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+import trio
+
+from mirror_host import control as c
+from mirror_host.client.client import MirrorClient, login
+from mirror_host.commands.local import LocalCommands
+from mirror_host.commands.service import CommandService
+from mirror_host.commands.shell_input import command_line
+from mirror_host.commands.tmux import TmuxCommands
+from mirror_host.host.server import Host
+from mirror_host.host.service import run_host
+from mirror_host.panes.local import LocalSource
+from mirror_host.panes.tmux import TmuxSource
+from mirror_host.terminal import Screen
+from mirror_host.wire import ControlPacket, TextFramePacket, encode_packet
+from tests.integration.agent_helpers import command
+from tests.integration.conftest import host_config, paired, port_of
+from tests.integration.mirror_helpers import list_panes, subscribe
+from tests.integration.test_tmux import TmuxServer
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+
+HAS_TMUX = shutil.which("tmux") is not None
+
+
+@dataclass
+class ShellRig:
+    """A host mirroring one shell pane; ``type`` types on the host's side of the pane."""
+
+    host: Host
+    pane: UUID
+    out: Path
+    type: Callable[[bytes], Awaitable[None]]
+    screen: Callable[[], Screen | None]
+    advance: Callable[[], Awaitable[None]]
+
+
+def quiet_env(home: Path) -> dict[str, str]:
+    """The test's own HOME, so no start-up file or history of the real user is touched."""
+    return {**os.environ, "HOME": str(home), "HISTFILE": str(home / "history")}
+
+
+@asynccontextmanager
+async def local_rig(
+    state_dir: Path, shell_command: str, *, shell_send: bool = True
+) -> AsyncIterator[ShellRig]:
+    """A local pane running ``shell_command`` (the host adds its integration)."""
+    home = state_dir / "home"
+    home.mkdir(exist_ok=True)
+    source = LocalSource(
+        [shell_command], columns=100, rows=30, cwd=str(state_dir), env=quiet_env(home),
+        shell_integration=shell_send,
+    )  # fmt: skip
+    commands = LocalCommands(source, profiles=(), shell_send=shell_send)
+    async with trio.open_nursery() as nursery:
+        host: Host = await nursery.start(
+            lambda task_status: run_host(
+                host_config(state_dir),
+                source,
+                commands=CommandService(commands),
+                task_status=task_status,
+            )
+        )
+        with trio.fail_after(10):
+            while not source.live_panes():
+                await trio.sleep(0.02)
+        pane = source.live_panes()[0].id
+
+        async def type_keys(data: bytes) -> None:
+            await source.write_for_host(pane, data)
+
+        async def advance() -> None:
+            await source.write_for_host(pane, b"\r")
+
+        try:
+            yield ShellRig(
+                host, pane, state_dir / "out.txt", type_keys,
+                lambda: source.pane(pane).screen, advance,
+            )  # fmt: skip
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def shell_init_rc(state_dir: Path) -> Path:
+    """An rcfile that sets bash up the documented way: ``eval "$(mirror-host shell-init bash)"``."""
+    rc = state_dir / "bashrc"
+    init = shlex.join([sys.executable, "-m", "mirror_host", "shell-init", "bash"])
+    rc.write_text(f"PS1='tmux-shell$ '\nunset HISTFILE\neval \"$({init})\"\n")
+    return rc
+
+
+@asynccontextmanager
+async def tmux_rig(state_dir: Path) -> AsyncIterator[ShellRig]:
+    """A tmux pane whose bash loads ``mirror-host shell-init bash``."""
+    server = TmuxServer(state_dir)
+    server.env["HOME"] = str(state_dir)
+    server.start()
+    rc = shell_init_rc(state_dir)
+    server.tmux("new-session", "-d", "-s", "shell", "-x", "100", "-y", "30", "-c", str(state_dir),
+                f"bash --noprofile --rcfile {shlex.quote(str(rc))}")  # fmt: skip
+    target = "shell:0.0"
+    source = TmuxSource(socket_name=server.name)
+    commands = TmuxCommands(source, profiles=())
+    try:
+        async with trio.open_nursery() as nursery:
+            host: Host = await nursery.start(
+                lambda task_status: run_host(
+                    host_config(state_dir),
+                    source,
+                    commands=CommandService(commands),
+                    task_status=task_status,
+                )
+            )
+            await source.wait_listed()
+            with trio.fail_after(10):
+                while True:
+                    found = [p for p, row in source.pane_rows() if row.session_name == "shell"]
+                    if found and source.pane_screen(found[0]) is not None:
+                        break  # the host follows the pane from here on
+                    await trio.sleep(0.02)
+            pane = found[0]
+
+            async def type_keys(data: bytes) -> None:
+                await trio.to_thread.run_sync(
+                    server.tmux, "send-keys", "-t", target, "-H", *(f"{b:02x}" for b in data)
+                )
+
+            async def advance() -> None:
+                await type_keys(b"\r")
+
+            try:
+                yield ShellRig(
+                    host, pane, state_dir / "out.txt", type_keys,
+                    lambda: source.pane_screen(pane), advance,
+                )  # fmt: skip
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def phone_on(setup: ShellRig) -> AsyncIterator[tuple[MirrorClient, UUID, tuple[str, ...]]]:
+    """A phone (``text-v1``) holding the shell pane's lease, and the advertised capabilities."""
+    async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as phone:
+        listing = await list_panes(phone)
+        sub = await subscribe(phone, setup.pane, c.Representation.TEXT, c.Intent.TAKEOVER)
+        yield phone, sub, listing.capabilities
+
+
+async def item_for(phone: MirrorClient, sub: UUID, pane: UUID) -> dict[str, Any]:
+    """The pane's item of the ``list`` command, found by id as Android does."""
+    result = await command(phone, c.ListCommand(), sub=sub)
+    assert result["ok"] is True
+    items = [i for i in result["data"]["items"] if i["pane"]["id"] == str(pane).upper()]
+    assert len(items) == 1
+    return dict(items[0])
+
+
+async def status_becomes(
+    phone: MirrorClient, sub: UUID, setup: ShellRig, wanted: str | None, *, timeout: float = 15
+) -> dict[str, Any]:
+    """Run ``list`` until the pane's ``task.status`` is ``wanted`` (``None``: absent)."""
+    with trio.fail_after(timeout):
+        while True:
+            item = await item_for(phone, sub, setup.pane)
+            if item["task"].get("status") == wanted:
+                return item
+            await trio.sleep(0.1)
+
+
+async def line_shows(setup: ShellRig, text: str, *, timeout: float = 10) -> None:
+    """Wait until the shell's command line reads ``text``."""
+    with trio.fail_after(timeout):
+        while True:
+            screen = setup.screen()
+            if screen is not None and command_line(screen) == text:
+                return
+            await trio.sleep(0.02)
+
+
+def send_command(pane: UUID, text: str) -> c.SendCommand:
+    return c.SendCommand(
+        pane=str(pane).upper(), text=text, trailing_enter=True, source="argv",
+        wait=False, capture_output=False,
+    )  # fmt: skip
+
+
+def ran(text: str) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "command": "send",
+        "schema_version": "prowl.cli.send.v1",
+        "data": {
+            "input": {
+                "bytes": len(text.encode()),
+                "characters": len(text),
+                "source": "argv",
+                "trailing_enter_sent": True,
+            }
+        },
+    }
+
+
+async def next_result(phone: MirrorClient, sub: UUID) -> c.CommandResult:
+    """The next ``commandResult`` (frames meanwhile are acknowledged)."""
+    with trio.fail_after(30):
+        while True:
+            item = await phone.receive(timeout=30)
+            if isinstance(item, c.CommandResult):
+                return item
+            if isinstance(item, TextFramePacket):
+                await phone.send(c.Acknowledge(sequence=item.sequence, subscription_id=sub))
+
+
+async def file_reads(path: Path, text: str, *, timeout: float = 10) -> None:
+    with trio.fail_after(timeout):
+        while not (path.exists() and path.read_text() == text):
+            await trio.sleep(0.02)
+
+
+def appends(setup: ShellRig, word: str) -> str:
+    """A command line that appends ``word-42`` to the rig's file (the shell does the sum)."""
+    return f"echo {word}-$((6*7)) >> {shlex.quote(str(setup.out))}"
+
+
+async def the_send_story(setup: ShellRig) -> None:
+    """Idle at the prompt, Send runs once; a half-typed line and a running job get nothing."""
+    async with phone_on(setup) as (phone, sub, capabilities):
+        assert "shell-send" in capabilities
+        item = await status_becomes(phone, sub, setup, "idle")
+        assert "agent" not in item["pane"]
+
+        first = appends(setup, "first")
+        assert await command(phone, send_command(setup.pane, first), sub=sub) == ran(first)
+        await file_reads(setup.out, "first-42\n")
+
+        # A half-typed line: not idle, and Send types nothing.
+        await status_becomes(phone, sub, setup, "idle")
+        await setup.type(b"echo hal")
+        await line_shows(setup, "echo hal")
+        item = await status_becomes(phone, sub, setup, None)
+        refused = await command(phone, send_command(setup.pane, appends(setup, "no")), sub=sub)
+        assert (refused["ok"], refused["error"]["code"]) == (False, "SHELL_NOT_READY")
+        assert "not empty" in refused["error"]["message"]
+        await line_shows(setup, "echo hal")
+
+        # Ctrl-U clears it: idle again.
+        await setup.type(b"\x15")
+        await line_shows(setup, "")
+        await status_becomes(phone, sub, setup, "idle")
+
+        # While `sleep` runs: running, Send refused, nothing typed.
+        await setup.type(b"sleep 2\r")
+        await status_becomes(phone, sub, setup, "running")
+        busy = await command(phone, send_command(setup.pane, appends(setup, "busy")), sub=sub)
+        assert (busy["ok"], busy["error"]["code"]) == (False, "SHELL_BUSY")
+        await status_becomes(phone, sub, setup, "idle")
+        await line_shows(setup, "")  # nothing was typed ahead into the next prompt
+
+        second = appends(setup, "second")
+        assert await command(phone, send_command(setup.pane, second), sub=sub) == ran(second)
+        await file_reads(setup.out, "first-42\nsecond-42\n")
+
+
+async def test_local_bash_pane(state_dir: Path) -> None:
+    async with local_rig(state_dir, "bash --norc --noprofile") as setup:
+        await the_send_story(setup)
+
+
+@pytest.mark.skipif(not HAS_TMUX, reason="tmux is not installed")
+async def test_tmux_bash_set_up_with_shell_init(state_dir: Path) -> None:
+    async with tmux_rig(state_dir) as setup:
+        await setup.advance()  # its first prompt was drawn before the host followed the pane
+        await the_send_story(setup)
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        pytest.param(name, marks=pytest.mark.skipif(not shutil.which(name), reason=f"no {name}"))
+        for name in ("zsh", "fish")
+    ],
+)
+async def test_local_zsh_and_fish_panes(state_dir: Path, shell: str) -> None:
+    async with local_rig(state_dir, f"{shell} -i") as setup, phone_on(setup) as (phone, sub, _):
+        await status_becomes(phone, sub, setup, "idle")
+        text = f"echo {shell}-ran >> {shlex.quote(str(setup.out))}"
+        assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
+        await file_reads(setup.out, f"{shell}-ran\n")
+
+
+async def test_android_route_with_the_exact_json(state_dir: Path) -> None:
+    """list, then the very ``send`` JSON Prowl's Android app writes, over real TLS."""
+    async with local_rig(state_dir, "bash --norc --noprofile") as setup:
+        async with phone_on(setup) as (phone, sub, capabilities):
+            item = await status_becomes(phone, sub, setup, "idle")
+            assert "shell-send" in capabilities and "agent" not in item["pane"]
+            text = f"echo android-\u00e9 >> {setup.out}"
+            request_id = str(uuid.uuid4()).upper()
+            # Exactly what the app writes (prowl-clients.md, "How a phone's Send is routed").
+            send = (
+                '{"send":{"_0":{"selector":{"pane":{"_0":"PANE"}},"text":"TEXT",'
+                '"trailing_enter":true,"source":"argv","wait":false,"capture_output":false}}}'
+            )
+            send = send.replace("PANE", item["pane"]["id"]).replace("TEXT", text)
+            body = (
+                f'{{"command":{{"_0":{{"subscriptionID":"{str(sub).upper()}","commandRequest":'
+                f'{{"requestID":"{request_id}","request":{{"output":"json","command":{send}}}}}}}}}}}'
+            )
+            await phone.send_raw(encode_packet(ControlPacket(body.encode())))
+            answer = await next_result(phone, sub)
+            assert str(answer.command_response.request_id).upper() == request_id
+            response = answer.command_response.response
+            assert isinstance(response, dict)
+            assert response["ok"] is True and response["command"] == "send"
+            assert response["data"]["input"]["bytes"] == len(text.encode("utf-8"))
+            assert response["data"]["input"]["trailing_enter_sent"] is True
+            await file_reads(setup.out, "android-\u00e9\n")
+
+
+async def test_duplicates_run_once_and_receipts_return_the_result(state_dir: Path) -> None:
+    async with local_rig(state_dir, "bash --norc --noprofile") as setup:
+        async with phone_on(setup) as (phone, sub, _):
+            await status_becomes(phone, sub, setup, "idle")
+            text = appends(setup, "once")
+            request_id = uuid.uuid4()
+            envelope = c.CommandRequest(
+                request_id=request_id,
+                request=c.CommandEnvelope(output="json", command=send_command(setup.pane, text)),
+            )
+            await phone.send(c.Command(subscription_id=sub, command_request=envelope))
+            await phone.send(c.Command(subscription_id=sub, command_request=envelope))
+            first = await next_result(phone, sub)
+            assert first.command_response.response == ran(text)
+            await file_reads(setup.out, "once-42\n")
+            await phone.send(c.CommandReceipt(subscription_id=sub, command_receipt_id=request_id))
+            receipt = await next_result(phone, sub)
+            assert receipt.command_response.response == ran(text)
+            await status_becomes(phone, sub, setup, "idle")
+            assert setup.out.read_text() == "once-42\n"
+
+
+async def test_bad_text_is_refused_before_anything_is_typed(state_dir: Path) -> None:
+    async with local_rig(state_dir, "bash --norc --noprofile") as setup:
+        async with phone_on(setup) as (phone, sub, _):
+            await status_becomes(phone, sub, setup, "idle")
+            for text in ("", "   ", "ls\nrm -rf /", "ls\r", "ls\tx", "printf '\x1b[2J'",
+                         "x" * 65_537, "x" * 4_000):  # fmt: skip
+                result = await command(phone, send_command(setup.pane, text), sub=sub)
+                assert (result["ok"], result["error"]["code"]) == (False, "INVALID_ARGUMENT")
+            not_argv = c.SendCommand(
+                pane=str(setup.pane).upper(), text="ls", trailing_enter=True, source="argv",
+                wait=True, capture_output=True,
+            )  # fmt: skip
+            result = await command(phone, not_argv, sub=sub)
+            assert (result["ok"], result["error"]["code"]) == (False, "INVALID_ARGUMENT")
+            await line_shows(setup, "")
+            await status_becomes(phone, sub, setup, "idle")
+            assert not setup.out.exists()
+
+
+async def test_with_shell_send_off_send_is_refused_as_before(state_dir: Path) -> None:
+    async with local_rig(state_dir, "bash --norc --noprofile", shell_send=False) as setup:
+        async with phone_on(setup) as (phone, sub, capabilities):
+            assert "shell-send" not in capabilities
+            item = await item_for(phone, sub, setup.pane)
+            assert item["task"].get("status") != "idle"
+            result = await command(phone, send_command(setup.pane, appends(setup, "x")), sub=sub)
+            assert result["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Host cannot verify an empty shell command line. "
+                "Use an Agent Profile or control the shell on Host.",
+            }
+            assert not setup.out.exists()
+
+
+async def test_doubled_marks_from_another_integration(state_dir: Path) -> None:
+    """Another integration marking the same prompt (as Ghostty's or kitty's would) is fine."""
+    home = state_dir / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text(
+        "PROMPT_COMMAND='printf \"\\e]133;D;0\\a\"'\n"
+        "PS1='\\[\\e]133;A;cl=m\\e\\\\\\]other$ \\[\\e]133;B\\e\\\\\\]'\n"
+        "PS0='\\e]133;C\\a'\n"
+    )
+    async with local_rig(state_dir, "bash") as setup, phone_on(setup) as (phone, sub, _):
+        await status_becomes(phone, sub, setup, "idle")
+        screen = setup.screen()
+        assert screen is not None and "other$" in screen.active_text()
+        text = appends(setup, "doubled")
+        assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
+        await file_reads(setup.out, "doubled-42\n")
+        await status_becomes(phone, sub, setup, "idle")

@@ -1,0 +1,115 @@
+"""Shell integration: which starts get wrapped and how, the setting, and ``shell-init``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from mirror_host.cli import build_parser, load_settings, main
+from mirror_host.config import Layer, build_config, render_toml
+from mirror_host.errors import ConfigError
+from mirror_host.shell.inject import ShellIntegration, plain_shell
+from mirror_host.shell.integration import SHELL_NAMES, snippet
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["/bin/bash", "-l"], ("bash", ["/bin/bash", "-l"])),
+        (["/bin/sh", "-c", "bash"], ("bash", ["bash"])),
+        (["/bin/sh", "-c", "exec zsh -i"], ("zsh", ["zsh", "-i"])),
+        (["/bin/sh", "-c", "fish --login"], ("fish", ["fish", "--login"])),
+        (["/bin/sh", "-c", "bash --norc --noprofile"], ("bash", ["bash", "--norc", "--noprofile"])),
+        (["/bin/sh", "-c", "bash -c ls"], None),
+        (["/bin/sh", "-c", "cd /tmp && exec bash"], None),
+        (["/bin/sh", "-c", "htop"], None),
+        (["/bin/sh", "-c", "zsh --norc"], None),
+        (["/bin/sh", "-c", "bash 'unterminated"], None),
+        (["/usr/bin/python3", "-i"], None),
+        ([], None),
+    ],
+)
+def test_only_a_plain_shell_start_is_wrapped(
+    argv: list[str], expected: tuple[str, list[str]] | None
+) -> None:
+    assert plain_shell(argv) == expected
+
+
+def test_wrapping_keeps_the_users_settings_to_restore(tmp_path: Path) -> None:
+    integration = ShellIntegration(tmp_path)
+    env = {"HOME": "/home/u", "ENV": "/home/u/.shrc", "ZDOTDIR": "/home/u/.zsh"}
+    argv, bash_env = integration.wrap(["/bin/bash", "-l"], env)
+    assert argv == ["/bin/bash", "--posix", "-l"]
+    assert bash_env["ENV"] == str(tmp_path / "bash" / "mirror-host.bash")
+    assert bash_env["MIRROR_HOST_BASH_ENV"] == "/home/u/.shrc"
+    assert bash_env["MIRROR_HOST_BASH_INJECT"] == "1 -l"
+    assert bash_env["HISTFILE"] == "/home/u/.bash_history"
+    assert env == {"HOME": "/home/u", "ENV": "/home/u/.shrc", "ZDOTDIR": "/home/u/.zsh"}
+    argv, zsh_env = integration.wrap(["/bin/sh", "-c", "zsh"], env)
+    assert argv == ["zsh"]
+    assert zsh_env["ZDOTDIR"] == str(tmp_path / "zsh")
+    assert zsh_env["MIRROR_HOST_ZDOTDIR"] == "/home/u/.zsh"
+    argv, fish_env = integration.wrap(["fish", "-l"], env)
+    assert argv == [
+        "fish",
+        "-l",
+        f"--init-command=source '{tmp_path / 'fish' / 'mirror-host.fish'}'",
+    ]
+    assert fish_env == env
+    assert integration.wrap(["/bin/sh", "-c", "htop"], env) == (["/bin/sh", "-c", "htop"], env)
+
+
+def test_the_files_hold_the_snippets_and_go_away() -> None:
+    integration = ShellIntegration.create()
+    try:
+        directory = integration.directory
+        assert oct(directory.stat().st_mode & 0o777) == "0o700"
+        bash = (directory / "bash" / "mirror-host.bash").read_text()
+        assert "set +o posix" in bash and bash.endswith(snippet("bash"))
+        zshenv = (directory / "zsh" / ".zshenv").read_text()
+        assert "MIRROR_HOST_ZDOTDIR" in zshenv and zshenv.endswith(snippet("zsh"))
+        assert (directory / "fish" / "mirror-host.fish").read_text() == snippet("fish")
+        assert not list(directory.rglob("*.tmp"))
+    finally:
+        integration.remove()
+    assert not directory.exists()
+
+
+def test_every_snippet_marks_input_and_commands_and_loads_once() -> None:
+    for shell in SHELL_NAMES:
+        text = snippet(shell)
+        assert "133;B" in text and "133;C" in text and "133;D" in text and "133;P;k=i" in text
+        assert "133;A" not in text  # libghostty would move an A mid-line to a fresh line
+        assert "__mirror_host_marks" in text
+    with pytest.raises(KeyError):
+        snippet("tcsh")
+
+
+def test_shell_send_setting_and_flag() -> None:
+    assert build_config([]).commands.shell_send is True
+    for raw, value in ((False, False), ("false", False), ("0", False), ("yes", True)):
+        config = build_config([Layer("t", {"commands.shell_send": raw})])
+        assert config.commands.shell_send is value
+    with pytest.raises(ConfigError, match="commands.shell_send"):
+        build_config([Layer("t", {"commands.shell_send": "maybe"})])
+    off = build_config([Layer("t", {"commands.shell_send": False})])
+    assert "[commands]\nshell_send = false" in render_toml(off)
+    args = build_parser().parse_args(["serve", "--no-shell-send", "--state-dir", "/tmp/x"])
+    assert load_settings(args).commands.shell_send is False
+    default = build_parser().parse_args(["serve", "--state-dir", "/tmp/x"])
+    assert isinstance(default, argparse.Namespace) and default.shell_send is None
+
+
+def test_shell_init_prints_the_snippet(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    for shell in SHELL_NAMES:
+        assert main(["shell-init", shell]) == 0
+        assert capsys.readouterr().out == snippet(shell)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["shell-init", "powershell"])
+    assert exit_info.value.code == 2

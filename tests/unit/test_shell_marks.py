@@ -1,0 +1,222 @@
+"""OSC 133 prompt marks: the scanner, their positions on a libghostty screen, and the
+verdict on an empty prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from mirror_host.agents import ForegroundProcess
+from mirror_host.commands.shell_input import command_line
+from mirror_host.shell.marks import Mark, MarkKind, MarkScanner, PromptMarks, parse_mark
+from mirror_host.shell.verdict import (
+    BUSY,
+    NOT_READY,
+    ShellReading,
+    command_problem,
+    display_width,
+    fits,
+    read_shell,
+    send_options_problem,
+)
+from mirror_host.terminal import Screen
+
+A, B, C, D = (Mark(kind) for kind in MarkKind)
+BASH = ForegroundProcess(pid=10, name="bash", argv=("-bash",))
+
+
+def scan_whole(data: bytes) -> list[tuple[int, Mark]]:
+    return MarkScanner().feed(data)
+
+
+def test_marks_end_with_bel_or_st_and_keep_their_parameters() -> None:
+    data = b"x\x1b]133;A;cl=m;aid=7\x07$ \x1b]133;B\x1b\\ls\x1b]133;C\x07\x1b]133;D;0\x1b\\"
+    found = scan_whole(data)
+    assert [mark for _, mark in found] == [
+        Mark(MarkKind.PROMPT, ("cl=m", "aid=7")),
+        B,
+        C,
+        Mark(MarkKind.DONE, ("0",)),
+    ]
+    # Each offset is just past the mark's terminator.
+    assert [data[:end].endswith((b"\x07", b"\x1b\\")) for end, _ in found] == [True] * 4
+    assert data[found[1][0] :].startswith(b"ls")
+
+
+def test_other_oscs_and_escapes_are_not_marks() -> None:
+    data = b"\x1b]0;title\x07\x1b]7;file://h/tmp\x1b\\\x1b[31m\x1b]1330;B\x07\x1b]133;Z\x07"
+    assert scan_whole(data) == []
+
+
+def test_a_mark_split_anywhere_is_found_once_at_the_same_place() -> None:
+    data = b"ab\x1b]133;A\x07$ \x1b]133;B;k=x\x1b\\tail"
+    whole = scan_whole(data)
+    for cut in range(len(data) + 1):
+        scanner = MarkScanner()
+        first = scanner.feed(data[:cut])
+        second = [(end + cut, mark) for end, mark in scanner.feed(data[cut:])]
+        assert first + second == whole, cut
+    byte_by_byte = MarkScanner()
+    found = []
+    for index in range(len(data)):
+        found += [(end + index, mark) for end, mark in byte_by_byte.feed(data[index : index + 1])]
+    assert found == whole
+
+
+def test_escape_can_and_sub_abort_an_unfinished_osc() -> None:
+    # ESC starts a new sequence (here another OSC that is a mark); CAN/SUB drop the string.
+    assert [m for _, m in scan_whole(b"\x1b]133;A\x1b]133;B\x07")] == [B]
+    assert scan_whole(b"\x1b]133;A\x18\x07") == []
+    assert scan_whole(b"\x1b]133;A\x1a\x07") == []
+    assert [m for _, m in scan_whole(b"\x1b\x1b]133;C\x07")] == [C]
+    assert scan_whole(b"\x1b]133;B" + b"x" * 400 + b"\x07") == []  # too long: not ours
+
+
+def test_an_a_mark_mid_line_moves_libghostty_to_a_fresh_line_a_p_mark_does_not() -> None:
+    """Why the integration marks the prompt's start with ``P`` (tmux would not move)."""
+    for mark, cursor in ((b"133;A", (2, 1)), (b"133;P;k=i", (5, 0))):
+        screen = Screen(20, 4)
+        screen.feed(b"foo\x1b]" + mark + b"\x07$ \x1b]133;B\x07")
+        assert screen.cursor == cursor
+        assert screen.prompt.waiting is not None and screen.prompt.waiting.x == cursor[0]
+
+
+def test_parse_mark() -> None:
+    assert parse_mark(b"133;D;130") == Mark(MarkKind.DONE, ("130",))
+    assert parse_mark(b"133;") is None
+    assert parse_mark(b"2;133;A") is None
+
+
+def test_the_screen_notes_marks_where_libghostty_has_the_cursor() -> None:
+    data = b"out\r\n\x1b[32mhost\x1b[0m \x1b]133;P;k=i\x07\xe6\x97\xa5$ \x1b]133;B\x07"
+    whole = Screen(20, 4)
+    whole.feed(data)
+    mark = whole.prompt.waiting
+    assert mark is not None and (mark.x, mark.y) == whole.cursor == (9, 1)
+    assert mark.before == "host 日$"
+    for cut in range(len(data)):
+        split = Screen(20, 4)
+        split.feed(data[:cut])
+        split.feed(data[cut:])
+        assert split.prompt.waiting == mark, cut
+
+
+def test_prompt_marks_say_waiting_or_running() -> None:
+    marks = PromptMarks()
+    assert marks.waiting is None and not marks.running
+    marks.note(A, 0, 0, "")
+    marks.note(B, 2, 0, "$")
+    waiting = marks.waiting
+    assert waiting is not None and (waiting.x, waiting.y, waiting.serial) == (2, 0, 2)
+    marks.note(B, 2, 0, "$")  # doubled by a second integration: still waiting, a newer mark
+    assert marks.waiting is not None and marks.waiting.serial == 3
+    marks.note(C, 0, 1, "")
+    assert marks.waiting is None and marks.running
+    marks.note(D, 0, 2, "")
+    assert marks.waiting is None and not marks.running
+    marks.note(B, 2, 3, "$")
+    marks.forget()
+    assert marks.waiting is None and marks.last is None
+
+
+def screen_at_prompt(typed: bytes = b"") -> Screen:
+    screen = Screen(30, 5)
+    screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07" + typed)
+    return screen
+
+
+def verdict(screen: Screen, processes: tuple[ForegroundProcess, ...] = (BASH,)) -> ShellReading:
+    return read_shell(processes, screen.prompt, line=command_line(screen), cursor=screen.cursor)
+
+
+def test_an_empty_prompt_is_idle_and_ready() -> None:
+    reading = verdict(screen_at_prompt())
+    assert (reading.status, reading.code, reading.ready) == ("idle", None, True)
+    assert reading.shell == BASH and reading.mark is not None
+
+
+@pytest.mark.parametrize(
+    ("typed", "why"),
+    [
+        (b"git sta", "not empty"),  # half-typed
+        (b"git sta\x08\x08\x08\x1b[K", "not empty"),  # partly erased
+        (b" \x08", ""),  # erased again: empty (checked below)
+    ],
+)
+def test_a_line_with_text_is_not_idle(typed: bytes, why: str) -> None:
+    reading = verdict(screen_at_prompt(typed))
+    if why:
+        assert (reading.status, reading.code) == (None, NOT_READY)
+        assert why in reading.message
+    else:
+        assert reading.ready
+
+
+def test_a_recalled_line_after_the_cursor_is_not_idle() -> None:
+    # Text after the cursor (a recalled line, the cursor moved back to the start).
+    reading = verdict(screen_at_prompt(b"make test\r\x1b[2C"))
+    assert reading.code == NOT_READY
+
+
+def test_nothing_unproven_is_idle() -> None:
+    plain = Screen(30, 5)
+    plain.feed(b"$ ")
+    assert verdict(plain).code == NOT_READY and "shell-init bash" in verdict(plain).message
+    scrolled = screen_at_prompt()
+    scrolled.feed(b"\r\n" * 6 + b"$ ")  # the prompt scrolled away and something else is there
+    assert verdict(scrolled).code == NOT_READY
+    assert verdict(screen_at_prompt(), ()).code == NOT_READY
+    alternate = screen_at_prompt(b"\x1b[?1049h")
+    assert verdict(alternate).code == NOT_READY
+
+
+def test_running_jobs_and_commands_are_running() -> None:
+    sleep = ForegroundProcess(pid=11, name="sleep", argv=("sleep", "5"))
+    reading = verdict(screen_at_prompt(), (sleep,))
+    assert (reading.status, reading.code) == ("running", BUSY)
+    assert "sleep is running" in reading.message
+    # The shell runs something itself (`read`, a builtin): its C mark says so.
+    builtin = screen_at_prompt(b"read x\r\n\x1b]133;C\x07")
+    assert (verdict(builtin).status, verdict(builtin).code) == ("running", BUSY)
+    # A helper sharing the shell's group does not make it busy.
+    helper = ForegroundProcess(pid=12, name="fish", argv=("fish", "-c", "update"))
+    assert verdict(screen_at_prompt(), (BASH, helper)).ready
+
+
+def test_an_agent_in_the_foreground_gets_no_shell_command() -> None:
+    claude = ForegroundProcess(pid=13, name="claude", argv=("claude",))
+    reading = verdict(screen_at_prompt(), (claude,))
+    assert reading.code == BUSY and reading.status is None and "Claude Code" in reading.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "  ", "ls\nrm", "ls\r", "a\tb", "x\x1b[2J", "bell\x07", "c1\x9b", "x" * 65_537, "\ud800"],
+)
+def test_bad_command_lines(text: str) -> None:
+    assert command_problem(text) is not None
+
+
+def test_good_command_lines_and_options() -> None:
+    assert command_problem("git status && echo 'ünï 👋' # done") is None
+    assert command_problem("x" * 65_536) is None
+    assert (
+        send_options_problem(trailing_enter=True, wait=False, capture_output=False, source="argv")
+        is None
+    )
+    for options in (
+        {"trailing_enter": False, "wait": False, "capture_output": False, "source": "argv"},
+        {"trailing_enter": True, "wait": True, "capture_output": False, "source": "argv"},
+        {"trailing_enter": True, "wait": False, "capture_output": True, "source": "argv"},
+        {"trailing_enter": True, "wait": False, "capture_output": False, "source": "stdin"},
+    ):
+        assert send_options_problem(**options) is not None  # type: ignore[arg-type]
+
+
+def test_a_command_must_fit_on_the_screen_after_the_prompt() -> None:
+    screen = screen_at_prompt()
+    mark = screen.prompt.waiting
+    assert mark is not None
+    assert display_width("日本e\u0301") == 5
+    assert fits("x" * (30 * 5 - 3), mark, 30, 5)
+    assert not fits("x" * (30 * 5 - 2), mark, 30, 5)
+    assert not fits("日" * 74, mark, 30, 5)
