@@ -24,6 +24,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "SOURCE_KINDS",
+    "AgliteSettings",
     "Config",
     "Endpoint",
     "HerdrSettings",
@@ -43,7 +44,7 @@ __all__ = [
     "render_toml",
 ]
 
-SOURCE_KINDS = ("local", "herdr", "tmux")
+SOURCE_KINDS = ("local", "herdr", "tmux", "agliteterm")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -128,6 +129,16 @@ class TmuxSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgliteSettings:
+    """How to reach agliteterm's (or agwinterm's) control API; exactly one of the two."""
+
+    #: A Unix socket that speaks the API (a socat + npiperelay relay, a fake).
+    socket: str | None = None
+    #: A command whose stdin/stdout carry one connection (``npiperelay.exe …``).
+    command: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     """A launchable agent profile for the ``create`` command."""
 
@@ -148,6 +159,7 @@ class Config:
     local: LocalSettings = field(default_factory=LocalSettings)
     herdr: HerdrSettings = field(default_factory=HerdrSettings)
     tmux: TmuxSettings = field(default_factory=TmuxSettings)
+    agliteterm: AgliteSettings = field(default_factory=AgliteSettings)
     #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
     profiles: tuple[Profile, ...] | None = None
 
@@ -272,6 +284,8 @@ KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "herdr.session": ("herdr", "session", _optional_text),
     "tmux.socket_name": ("tmux", "socket_name", _optional_text),
     "tmux.socket_path": ("tmux", "socket_path", _optional_text),
+    "agliteterm.socket": ("agliteterm", "socket", _optional_text),
+    "agliteterm.command": ("agliteterm", "command", _optional_text),
 }
 
 _PROFILE_KEYS = {"name", "agent", "args"}
