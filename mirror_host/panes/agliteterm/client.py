@@ -21,6 +21,7 @@ benchmarks see that an unwatched pane is never read.
 from __future__ import annotations
 
 import logging
+import select
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 #: A call's deadline unless it names its own.
 DEFAULT_TIMEOUT = 5.0
 _FIRST_BACKOFF = 0.25
+#: Verbs that write to a pane: never sent twice unless certainly not sent once.
+_INPUT_VERBS = frozenset({"session.type", "session.paste", "session.write"})
 _MAX_BACKOFF = 10.0
 
 
@@ -124,15 +127,8 @@ class AgliteClient:
         finished = False
         try:
             with trio.move_on_after(deadline) as scope:
-                if lane.stream is None:
-                    await self._open(lane)
-                assert lane.stream is not None and lane.reader is not None
-                await lane.stream.send_all(line)
-                reply = await lane.reader.next()
+                reply = await self._attempt(lane, cmd, line)
                 finished = True
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            lane.failed()
-            raise PaneSourceUnavailable(f"agliteterm went away during {cmd}") from exc
         finally:
             if not finished:
                 # Cancelled, timed out or broken: a reply may still come and
@@ -140,12 +136,44 @@ class AgliteClient:
                 await lane.discard()
         if scope.cancelled_caught:
             raise PaneSourceError(f"agliteterm did not answer {cmd} within {deadline:g} s")
-        if reply is None:
-            await lane.discard()
-            lane.failed()
-            raise PaneSourceUnavailable(f"agliteterm closed the connection without answering {cmd}")
         lane.failures = 0
         return reply
+
+    async def _attempt(self, lane: _Lane, cmd: str, line: bytes) -> bytes:
+        """One exchange; once more on a new connection if a kept one turns out dead.
+
+        A kept connection whose peer has closed (agliteterm or the relay
+        restarted) is noticed before use. If it breaks in use anyway, the request
+        is sent again on a new connection when that cannot repeat anything: a
+        read, or input that was never written to the connection.
+        """
+        if lane.stream is not None and _closed_by_peer(lane.stream):
+            await lane.discard()
+        reused = lane.stream is not None
+        while True:
+            if lane.stream is None:
+                await self._open(lane)
+            assert lane.stream is not None and lane.reader is not None
+            sent = False
+            try:
+                await lane.stream.send_all(line)
+                sent = True
+                reply = await lane.reader.next()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                broken: BaseException | None = exc
+                reply = None
+            else:
+                broken = None
+            if reply is not None:
+                return reply
+            await lane.discard()
+            if reused and (not sent or cmd not in _INPUT_VERBS):
+                reused = False
+                continue
+            lane.failed()
+            if broken is not None:
+                raise PaneSourceUnavailable(f"agliteterm went away during {cmd}") from broken
+            raise PaneSourceUnavailable(f"agliteterm closed the connection without answering {cmd}")
 
     async def _open(self, lane: _Lane) -> None:
         now = trio.current_time()
@@ -179,3 +207,20 @@ class AgliteClient:
     def lanes_open(self) -> int:
         """Connections open now (for status and tests)."""
         return sum(1 for lane in self._lanes.values() if lane.stream is not None)
+
+
+def _closed_by_peer(stream: trio.abc.Stream) -> bool:
+    """Whether a kept connection has something to read before we asked anything:
+    the API never speaks first, so that is its end of stream (the peer closed)."""
+    fileno = getattr(stream, "fileno", None)
+    if isinstance(stream, trio.SocketStream):
+        fd = stream.socket.fileno()
+    elif callable(fileno):
+        fd = fileno()
+    else:
+        return False
+    try:
+        readable, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)

@@ -88,6 +88,12 @@ class _ProcessStream(trio.abc.Stream):
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
         return await self._stdout.receive_some(max_bytes)
 
+    def fileno(self) -> int:
+        """The descriptor replies arrive on (to notice a relay that exited)."""
+        stdout = self._stdout
+        assert isinstance(stdout, trio.lowlevel.FdStream), "a pipe on POSIX"
+        return stdout.fileno()
+
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
             await self._stdin.aclose()
