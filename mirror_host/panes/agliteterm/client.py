@@ -10,9 +10,14 @@ next request. Hence:
 * every call has a **deadline**; a call that misses it, is cancelled, or
   breaks mid-exchange **discards its connection** (the next call opens a new
   one), so no stale reply is ever read;
-* a connection that cannot be opened (nothing listening, the relay command
-  dying) makes the lane wait before the next attempt, doubling up to 10 s;
-  calls in that time fail at once with :class:`PaneSourceUnavailable`.
+* a connection that cannot be opened, or closes before its first answer
+  (nothing listening, the relay command dying at once), makes the lane wait
+  before the next attempt, doubling up to 10 s; calls in that time fail at
+  once with :class:`PaneSourceUnavailable`;
+* a kept connection whose peer has closed (agliteterm or its relay
+  restarted) is replaced before use, and one that breaks in use is tried
+  once more on a new connection when that cannot repeat anything: a read, or
+  input that never left.
 
 Requests are counted per verb and target, which is how tests and the
 benchmarks see that an unwatched pane is never read.
@@ -151,7 +156,8 @@ class AgliteClient:
             await lane.discard()
         reused = lane.stream is not None
         while True:
-            if lane.stream is None:
+            fresh = lane.stream is None
+            if fresh:
                 await self._open(lane)
             assert lane.stream is not None and lane.reader is not None
             sent = False
@@ -170,7 +176,8 @@ class AgliteClient:
             if reused and (not sent or cmd not in _INPUT_VERBS):
                 reused = False
                 continue
-            lane.failed()
+            if fresh:
+                lane.failed()  # a new connection that never answered: back off
             if broken is not None:
                 raise PaneSourceUnavailable(f"agliteterm went away during {cmd}") from broken
             raise PaneSourceUnavailable(f"agliteterm closed the connection without answering {cmd}")
