@@ -364,6 +364,7 @@ class FakeAgliteterm:
         version: str | None = None,
         has_events: bool = True,
         has_styles: bool = True,
+        has_lines: bool = True,
     ) -> None:
         if dialect not in ("lite", "full"):
             raise ValueError(f"dialect is lite or full, not {dialect!r}")
@@ -376,6 +377,7 @@ class FakeAgliteterm:
         )
         self.has_events = has_events
         self.has_styles = has_styles
+        self.has_lines = has_lines
         self.workspaces: list[str] = []
         self.sessions: dict[str, _Session] = {}
         self.active: str | None = None
@@ -695,6 +697,8 @@ class FakeAgliteterm:
         return await self.add_session(workspace, command, name=str(args.get("name") or "") or None)
 
     async def _cmd_session_text(self, target: str, args: dict[str, Any]) -> Any:
+        if "lines" in args and not self.has_lines:
+            raise _Refused("session text: unknown option --lines")
         lines = self._number(args, "lines")
         whole = self._flag(args, "all")
         if whole and lines is not None:

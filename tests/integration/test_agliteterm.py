@@ -365,6 +365,18 @@ async def test_full_app_grid_comes_from_session_metrics(state_dir: Path) -> None
             assert fake.requests_for("session.metrics", target=session)
 
 
+async def test_a_build_that_refuses_lines_is_read_its_own_way(state_dir: Path) -> None:
+    async with fake_agliteterm(state_dir, has_lines=False) as fake:
+        session = await fake.add_session(fake.add_workspace("w"), "seq 1 40; exec sleep 120")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as mac:
+            sub = await subscribe(mac, key(fake, session))
+            frame = await frame_containing(mac, sub, "40")
+            # The bare answer is the whole buffer: the screen rows are picked out.
+            assert replica_of(frame).active_text().split("\n")[0] == "18"
+            refused = [r for r in fake.requests_for("session.text") if "lines" in r["args"]]
+            assert len(refused) == 1  # asked once, then the build's own way
+
+
 async def test_an_old_build_without_styles_or_events_still_mirrors(state_dir: Path) -> None:
     async with fake_agliteterm(state_dir, has_styles=False, has_events=False) as fake:
         work = fake.add_workspace("w")

@@ -123,7 +123,11 @@ class AgliteDiscovery:
         self._listed.set()
 
     async def _follow(self) -> None:
-        pong = await self.client.call("ping", lane=_LANE)
+        try:
+            pong = await self.client.call("ping", lane=_LANE)
+        except AgliteError as exc:  # answers, but not ping: take it for lite
+            logger.debug("agliteterm refused ping: %s", exc)
+            pong = None
         dialect = dialect_of(pong)
         self.version = pong if isinstance(pong, str) else None
         if dialect is not self.dialect or self._complained:

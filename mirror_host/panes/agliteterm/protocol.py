@@ -66,6 +66,7 @@ __all__ = [
     "parse_styled",
     "parse_tree",
     "plain_history",
+    "plain_text",
     "plain_screen",
 ]
 
@@ -287,6 +288,14 @@ def _text(record: Mapping[str, Any], key: str, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
+def _ident(record: Mapping[str, Any]) -> str:
+    """An ``id`` as text (agliteterm's are strings; a number is taken as its digits)."""
+    value = record.get("id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else ""
+
+
 def _int(record: Mapping[str, Any], key: str) -> int | None:
     value = record.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -320,10 +329,10 @@ def parse_tree(result: object) -> list[SessionPane]:
     workspaces = result.get("workspaces") if isinstance(result, Mapping) else None
     panes: list[SessionPane] = []
     for index, workspace in enumerate(_records(workspaces)):
-        workspace_id = _text(workspace, "id", str(index))
+        workspace_id = _ident(workspace) or str(index)
         workspace_name = _text(workspace, "name", workspace_id)
         for node in _records(workspace.get("sessions")):
-            session_id = _text(node, "id")
+            session_id = _ident(node)
             if not session_id:
                 continue
             listed = node.get("paneIds")
@@ -552,10 +561,17 @@ def parse_styled(result: object, *, columns: int | None = None) -> StyledScreen:
     return StyledScreen(columns=width, rows=rows, cursor=cursor)
 
 
+def plain_text(result: object) -> str | None:
+    """The text of a plain ``session.text`` answer (a string, or ``{text}``), else ``None``."""
+    if isinstance(result, Mapping):
+        result = result.get("text")
+    return result if isinstance(result, str) else None
+
+
 def plain_history(result: object) -> str:
     """A plain ``session.text`` answer as history text: rows joined by ``\\n``,
     the dump's trailing line break (and any ``\\r``) dropped."""
-    text = result if isinstance(result, str) else ""
+    text = plain_text(result) or ""
     return text.replace("\r\n", "\n").rstrip("\n")
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,7 @@ from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.discovery import AgliteDiscovery
 from mirror_host.panes.agliteterm.protocol import (
+    AgliteError,
     AgliteSessionNotFound,
     AgliteUnknownCommand,
     Dialect,
@@ -54,6 +55,7 @@ from mirror_host.panes.agliteterm.protocol import (
     parse_styled,
     plain_history,
     plain_screen,
+    plain_text,
 )
 from mirror_host.panes.agliteterm.render import (
     RowCache,
@@ -99,6 +101,8 @@ BUSY_RETRY_SECONDS = 3.0
 _BUSY_RETRY_PAUSE = 0.1
 #: After a failed read, wait this long before the next.
 _HICCUP_SECONDS = 1.0
+#: Lines asked for by a build that refuses ``all`` (the session keeps 2 MiB anyway).
+HISTORY_LINES = 20_000
 
 
 @dataclass(eq=False)
@@ -169,6 +173,8 @@ class AgliteSource:
         )
         self._mirrors: dict[UUID, Mirror] = {}
         self._nursery: trio.Nursery | None = None
+        #: ``session.text`` selections this agliteterm refused (``screen``, ``all``).
+        self._refused_forms: set[str] = set()
         #: When each pane last got raw input from a client (agent delivery checks it).
         self.input_activity = InputActivity()
 
@@ -328,23 +334,14 @@ class AgliteSource:
         """One read of the pane's screen (and, in the full app, its grid); change if new."""
         if self.discovery.dialect is Dialect.FULL and mirror.pane.columns is None:
             await self._read_metrics(mirror)
-        result = await self.client.call(
-            "session.text",
-            target=mirror.pane.pane_id,
-            args={"styles": True, "lines": 0},
-            lane=self._lane(mirror),
-            timeout=READ_SECONDS,
+        result = await self._session_text(
+            mirror.pane, lane=self._lane(mirror), timeout=READ_SECONDS, whole=False
         )
         mirror.reads += 1
         if mirror.failing:
             logger.info("reading agliteterm pane %s again", mirror.pane.pane_id)
             mirror.failing = False
-        if isinstance(result, str):
-            # A build without styled text answers its plain dump: no colours.
-            columns, rows = mirror.size
-            screen = plain_screen(result, rows, columns)
-        else:
-            screen = parse_styled(result, columns=mirror.size[0])
+        screen = _screen_of(result, *mirror.size)
         if mirror.gone:
             return
         if screen != mirror.screen:
@@ -539,17 +536,16 @@ class AgliteSource:
         view = mirror.view
         if view is None:
             try:
-                result = await self.client.call(
-                    "session.text",
-                    target=mirror.pane.pane_id,
-                    args={"styles": True, "all": True},
+                result = await self._session_text(
+                    mirror.pane,
                     lane=f"scroll:{mirror.pane.pane_id}",
                     timeout=SNAPSHOT_SECONDS,
+                    whole=True,
                 )
             except AgliteSessionNotFound:
                 await self._confirm_gone(mirror)
                 raise
-            if isinstance(result, str):
+            if not _styled(result):
                 raise PaneSourceError("this agliteterm has no styled scrollback to scroll through")
             view = ScrolledView(parse_styled(result, columns=columns), rows)
             if mirror.gone:
@@ -563,16 +559,44 @@ class AgliteSource:
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """Plain scrollback and screen, ``session.text {all:true}`` (the session keeps 2 MiB)."""
         pane = self.pane_record(pane_id)
-        result = await self.client.call(
-            "session.text",
-            target=pane.pane_id,
-            args={"all": True},
+        result = await self._session_text(
+            pane,
             lane=f"history:{pane.pane_id}",
             timeout=HISTORY_SECONDS,
+            whole=True,
+            styles=False,
         )
-        if not isinstance(result, str):
+        if plain_text(result) is None:
             raise PaneSourceError("agliteterm's plain session.text answer is not text")
         return HistoryCapture(text=plain_history(result))
+
+    async def _session_text(
+        self, pane: SessionPane, *, lane: str, timeout: float, whole: bool, styles: bool = True
+    ) -> object:
+        """``session.text`` of the screen (``lines:0``) or of everything (``all``).
+
+        A build that refuses that selection (an older lite without ``lines``)
+        is asked its own way from then on: the bare form for the screen (lite's
+        whole buffer: the screen rows are picked out), ``lines:N`` for all.
+        """
+        form = "all" if whole else "screen"
+        base: dict[str, Any] = {"styles": True} if styles else {}
+        if form not in self._refused_forms:
+            args = {**base, "all": True} if whole else {**base, "lines": 0}
+            try:
+                return await self.client.call(
+                    "session.text", target=pane.pane_id, args=args, lane=lane, timeout=timeout
+                )
+            except (AgliteSessionNotFound, AgliteUnknownCommand):
+                raise
+            except AgliteError as exc:
+                logger.info("agliteterm refused session.text %s (%s); asking another way", args,
+                            exc.message)  # fmt: skip
+                self._refused_forms.add(form)
+        args = {**base, "lines": HISTORY_LINES} if whole else base
+        return await self.client.call(
+            "session.text", target=pane.pane_id, args=args, lane=lane, timeout=timeout
+        )
 
     # ------------------------------------------------------------ for commands
 
@@ -595,20 +619,12 @@ class AgliteSource:
         mirror = self._mirrors.get(pane_id)
         metrics = mirror.metrics if mirror is not None else None
         try:
-            result = await self.client.call(
-                "session.text",
-                target=pane.pane_id,
-                args={"styles": True, "lines": 0},
-                lane=f"agent:{pane.pane_id}",
-                timeout=READ_SECONDS,
+            result = await self._session_text(
+                pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
             )
         except AgliteSessionNotFound as exc:
             raise PaneNotFound(str(exc)) from exc
-        columns, rows = grid_size(pane, None, metrics)
-        if isinstance(result, str):
-            screen = plain_screen(result, rows, columns)
-        else:
-            screen = parse_styled(result, columns=columns)
+        screen = _screen_of(result, *grid_size(pane, None, metrics))
         return screen, grid_size(pane, screen, metrics)
 
     def mirrored_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]] | None:
@@ -632,3 +648,22 @@ class AgliteSource:
         """Screen reads of a pane so far (tests)."""
         mirror = self._mirrors.get(pane_id)
         return mirror.reads if mirror is not None else 0
+
+
+def _styled(result: object) -> bool:
+    return isinstance(result, Mapping) and isinstance(result.get("rows"), list)
+
+
+def _screen_of(result: object, columns: int, rows: int) -> StyledScreen:
+    """A styled answer as it is; a plain one (a build without ``styles``, whose bare
+    text is its whole buffer) as its last ``rows`` lines, unstyled.
+
+    Raises:
+        PaneSourceError: neither.
+    """
+    if _styled(result):
+        return parse_styled(result, columns=columns)
+    text = plain_text(result)
+    if text is None:
+        raise PaneSourceError("agliteterm's session.text answer is neither styled rows nor text")
+    return plain_screen(text, rows, columns)
