@@ -99,9 +99,11 @@ async def measure(
     print(f"idle, nothing subscribed: requests/s {rates(before, requests(state_dir), wall)}; "
           f"host CPU {100 * (cpu_seconds(process.pid) - cpu_before) / wall:.0f}%")  # fmt: skip
     samples, wall, used, cpu = await typing(state_dir, port, process, credential, panes[0], keys)
-    print(f"typing echo ms: p50 {percentile(samples, 50):.1f}  p90 {percentile(samples, 90):.1f}"
-          f"  p99 {percentile(samples, 99):.1f}  max {max(samples):.1f}  ({len(samples)} inputs)")
-    print(f"while typing (1 of {sessions} watched): requests/s {used}; host CPU {cpu:.0f}%")  # fmt: skip
+    print(
+        f"typing echo ms: p50 {percentile(samples, 50):.1f}  p90 {percentile(samples, 90):.1f}"
+        f"  p99 {percentile(samples, 99):.1f}  max {max(samples):.1f}  ({len(samples)} inputs)"
+    )
+    print(f"while typing (1 of {sessions} watched): requests/s {used}; host CPU {cpu:.0f}%")
 
 
 async def typing(
@@ -114,9 +116,8 @@ async def typing(
 ) -> tuple[list[float], float, str, float]:
     samples: list[float] = []
     async with login("127.0.0.1", port, credential) as mac:
-        await mac.send(
-            c.Subscribe(pane_id=pane.id, representation=c.Representation.VT, intent=c.Intent.TAKEOVER)
-        )
+        vt, takeover = c.Representation.VT, c.Intent.TAKEOVER
+        await mac.send(c.Subscribe(pane_id=pane.id, representation=vt, intent=takeover))
         answer = await mac.expect(c.Subscribed)
         assert isinstance(answer, c.Subscribed)
         sub = answer.subscription_id

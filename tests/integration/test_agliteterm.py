@@ -28,6 +28,7 @@ from mirror_host.commands.service import CommandService
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.agliteterm import discovery as discovery_module
+from mirror_host.panes.agliteterm import source as source_module
 from mirror_host.panes.agliteterm.protocol import pane_uuid
 from mirror_host.panes.agliteterm.source import AgliteSource
 from mirror_host.panes.agliteterm.transport import (
@@ -275,7 +276,11 @@ async def test_takeover_and_pane_close(state_dir: Path) -> None:
 
 
 @pytest.mark.slow
-async def test_slow_or_refusing_agliteterm_never_closes_a_connection(state_dir: Path) -> None:
+async def test_slow_or_refusing_agliteterm_never_closes_a_connection(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(source_module, "HISTORY_SECONDS", 2.0)
+    monkeypatch.setattr(source_module, "BUSY_RETRY_SECONDS", 0.5)
     async with fake_agliteterm(state_dir) as fake:
         session = await fake.add_session(fake.add_workspace("w"), SHELL)
         async with aglite_host(state_dir, fake) as (host, source), client_of(host) as mac:
@@ -289,7 +294,7 @@ async def test_slow_or_refusing_agliteterm_never_closes_a_connection(state_dir: 
             ] == []
             # History read hangs too: HISTORY_UNAVAILABLE, a recoverable answer.
             await mac.send(c.History(subscription_id=sub))
-            failure = await mac.expect(c.Failure, timeout=30)
+            failure = await mac.expect(c.Failure, timeout=10)
             assert failure == c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)
             fake.clear_delay()
             # Refused and partial input: logged, the connection goes on.
@@ -307,6 +312,7 @@ async def test_slow_or_refusing_agliteterm_never_closes_a_connection(state_dir: 
             assert source.is_listed(pane)
 
 
+@pytest.mark.slow
 async def test_restart_resets_the_cursor_and_new_sessions_appear(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -470,7 +476,10 @@ async def test_agliteterm_status_refuses_before_anything_is_written(
     [("busy", "DISPATCH_TARGET_BUSY"), ("partial", "SEND_FAILED"), ("in_flight", "SEND_FAILED"),
      ("unknown", "SEND_FAILED")],
 )  # fmt: skip
-async def test_paste_refusals_map_to_the_protocol(state_dir: Path, refusal: str, code: str) -> None:
+async def test_paste_refusals_map_to_the_protocol(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, refusal: str, code: str
+) -> None:
+    monkeypatch.setattr(source_module, "BUSY_RETRY_SECONDS", 0.5)  # busy: tried, then refused
     async with agent_rig(state_dir) as (fake, agent, session, phone, sub):
         fake.refuse_input(session, refusal, count=100)
         result = await command(phone, agent_input(key(fake, session), "do not deliver"), sub=sub)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,6 +164,7 @@ def layout(parts: tuple[tuple[object, ...], ...], columns: int) -> Row:
     return tuple(row)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(runs_strategy, min_size=1, max_size=ROWS), st.integers(0, ROWS - 1))
 def test_any_rows_are_cell_exact(parts: list[tuple[tuple[object, ...], ...]], row: int) -> None:
