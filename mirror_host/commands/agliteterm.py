@@ -81,8 +81,7 @@ logger = logging.getLogger(__name__)
 
 #: Agents whose screens are distinctive enough to name them without a process table.
 RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
-#: How long a working agent may take to settle before input is refused (Prowl's grace).
-_SETTLE_SECONDS = 5.0
+#: How often agliteterm is asked whether a working agent is done, within the grace.
 _SETTLE_POLL_SECONDS = 0.2
 #: How long a created session may take to appear in the tree.
 _LISTED_SECONDS = 5.0
@@ -298,7 +297,7 @@ class AgliteCommands(AgentPaneCommands):
         if problem is not None:
             return cli_error(command, "INVALID_ARGUMENT", problem)
         try:
-            record = await self._settled(await self.source.fresh_record(pane_id))
+            record = await self._settled(pane_id, await self.source.fresh_record(pane_id))
         except PaneNotFound:
             return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
         except PaneSourceError as exc:
@@ -330,11 +329,10 @@ class AgliteCommands(AgentPaneCommands):
             )
         return await super().agent_input(pane_id, prompt, dispatch=dispatch, authorized=authorized)
 
-    async def _settled(self, record: SessionPane) -> SessionPane:
+    async def _settled(self, pane_id: UUID, record: SessionPane) -> SessionPane:
         """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
-        key = pane_uuid(self.source.endpoint, record.pane_id)
-        with trio.move_on_after(self.timing.settle_seconds or _SETTLE_SECONDS):
+        with trio.move_on_after(self.timing.settle_seconds):
             while status_state(record.status) is AgentState.WORKING:
                 await trio.sleep(_SETTLE_POLL_SECONDS)
-                record = await self.source.fresh_record(key)
+                record = await self.source.fresh_record(pane_id)
         return record

@@ -306,11 +306,12 @@ class AgliteSource:
     async def _poll(self, mirror: Mirror) -> None:
         with mirror.scope:
             while not mirror.gone:
-                mirror.poll_now = trio.Event()
                 now = trio.current_time()
                 interval = self.fast_poll_seconds if now < mirror.fast_until else self.poll_seconds
                 with trio.move_on_after(interval):
                     await mirror.poll_now.wait()
+                # Renewed before the read: input written during it asks for the next.
+                mirror.poll_now = trio.Event()
                 try:
                     await self._read_into(mirror)
                 except AgliteSessionNotFound:
