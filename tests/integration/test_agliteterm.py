@@ -337,6 +337,7 @@ async def test_restart_resets_the_cursor_and_new_sessions_appear(
             await frame_containing(mac, sub, "still-9", timeout=15)
             titles = sorted(p.title for p in (await list_panes(mac)).panes)
             assert titles == ["w · after restart", "w · kept"]
+            assert source.discovery.restarts_seen == 1  # the cursor went back from 31
 
 
 @pytest.mark.parametrize("dialect", ["lite", "full"])

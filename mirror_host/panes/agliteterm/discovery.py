@@ -173,8 +173,6 @@ class AgliteDiscovery:
             return True
         self.has_events = True
         self.cursor = batch.cursor
-        if first:
-            return True
         if batch.restarted(since):
             self.restarts_seen += 1
             logger.info(
@@ -183,6 +181,8 @@ class AgliteDiscovery:
                 since,
                 batch.cursor,
             )
+            return True
+        if first:
             return True
         if batch.missed(since):
             logger.info("missed agliteterm events %d…%d; reading its sessions again", since + 1,

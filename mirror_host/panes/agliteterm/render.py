@@ -26,7 +26,7 @@ agent detection reads a screen (:class:`~mirror_host.agents.ScreenView`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from mirror_host.panes.agliteterm.protocol import Row, Run, StyledScreen
 
@@ -34,7 +34,6 @@ __all__ = [
     "RowCache",
     "StyledView",
     "row_text",
-    "rows_of",
     "screen_lines",
     "sgr",
     "text_frame",
@@ -202,8 +201,3 @@ class StyledView:
             return False
         above = self._lines[row - 1]
         return bool(above) and above[-1].col + above[-1].width >= self._columns
-
-
-def rows_of(mapping: Mapping[int, Row], start: int, stop: int) -> list[Row]:
-    """Rows ``start … stop - 1`` of a row mapping (missing ones blank)."""
-    return [mapping.get(y, ()) for y in range(start, stop)]

@@ -643,12 +643,8 @@ class AgliteSource:
             "requests": dict(self.client.requests),
             "watching": len(self._mirrors),
             "connections": self.client.lanes_open(),
+            "restartsSeen": self.discovery.restarts_seen,
         }
-
-    def reads_of(self, pane_id: UUID) -> int:
-        """Screen reads of a pane so far (tests)."""
-        mirror = self._mirrors.get(pane_id)
-        return mirror.reads if mirror is not None else 0
 
 
 def _styled(result: object) -> bool:
