@@ -41,7 +41,8 @@ __all__ = ["build_parser", "main"]
 _DESCRIPTION = """\
 mirror-host lets Prowl's iPhone, iPad, Android and Mac clients watch and drive
 terminal panes on this machine: panes it spawns itself in local PTYs, every pane
-of a tmux server, or the agent panes of a Herdr session.
+of a tmux server, the agent panes of a Herdr session, or the sessions of an
+agliteterm (or agwinterm) window on Windows.
 """
 
 _EPILOG = """\
@@ -236,7 +237,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--source",
         choices=SOURCE_KINDS,
-        help="where panes come from: local (PTYs this host spawns, the default), herdr or tmux",
+        help="where panes come from: local (PTYs this host spawns, the default), herdr, tmux "
+        "or agliteterm",
     )
     serve.add_argument(
         "--listen",
@@ -314,6 +316,19 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tmux.add_argument(
         "--tmux-socket-path", metavar="PATH", help="the tmux server's socket path (tmux -S PATH)"
+    )
+    aglite = serve.add_argument_group("--source agliteterm").add_mutually_exclusive_group()
+    aglite.add_argument(
+        "--agliteterm-socket",
+        metavar="PATH",
+        help="a Unix socket that speaks agliteterm's control API (e.g. socat relaying "
+        "its pipe through npiperelay; see docs/operations.md)",
+    )
+    aglite.add_argument(
+        "--agliteterm-command",
+        metavar="CMD",
+        help="a command whose stdin/stdout reach agliteterm's pipe, one per connection, "
+        "e.g. 'npiperelay.exe -ep -s //./pipe/agliteterm'",
     )
     _common(serve)
     serve.set_defaults(parser=serve, handler=_run_serve)
@@ -487,6 +502,8 @@ _FLAG_KEYS = {
     "tmux_socket": "tmux.socket_name",
     "tmux_socket_path": "tmux.socket_path",
     "shell_send": "commands.shell_send",
+    "agliteterm_socket": "agliteterm.socket",
+    "agliteterm_command": "agliteterm.command",
 }
 
 

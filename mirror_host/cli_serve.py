@@ -78,6 +78,14 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         )
         backend = TmuxCommands(tmux, profiles=config.profiles, shell_send=shell_send)
         return tmux, CommandService(backend)
+    if kind == "agliteterm":
+        from mirror_host.commands.agliteterm import AgliteCommands
+        from mirror_host.commands.service import CommandService
+        from mirror_host.panes.agliteterm.source import AgliteSource
+        from mirror_host.panes.agliteterm.transport import agliteterm_transport
+
+        aglite = AgliteSource(agliteterm_transport(config.agliteterm))
+        return aglite, CommandService(AgliteCommands(aglite, profiles=config.profiles))
     raise ConfigError("source.kind", f"unknown source {kind!r}")
 
 
@@ -86,6 +94,7 @@ _SOURCE_FLAGS = {
     "local": ("local_command", "local_size", "local_respawn"),
     "herdr": ("herdr_socket", "herdr_session", "herdr_bin"),
     "tmux": ("tmux_socket", "tmux_socket_path"),
+    "agliteterm": ("agliteterm_socket", "agliteterm_command"),
 }
 
 

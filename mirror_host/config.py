@@ -26,6 +26,7 @@ __all__ = [
     "LOG_LEVELS",
     "SOURCE_KINDS",
     "CommandSettings",
+    "AgliteSettings",
     "Config",
     "Endpoint",
     "HerdrSettings",
@@ -46,7 +47,7 @@ __all__ = [
     "render_toml",
 ]
 
-SOURCE_KINDS = ("local", "herdr", "tmux")
+SOURCE_KINDS = ("local", "herdr", "tmux", "agliteterm")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -144,6 +145,16 @@ class CommandSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgliteSettings:
+    """How to reach agliteterm's (or agwinterm's) control API; exactly one of the two."""
+
+    #: A Unix socket that speaks the API (a socat + npiperelay relay, a fake).
+    socket: str | None = None
+    #: A command whose stdin/stdout carry one connection (``npiperelay.exe …``).
+    command: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     """A launchable agent profile for the ``create`` command."""
 
@@ -165,6 +176,7 @@ class Config:
     herdr: HerdrSettings = field(default_factory=HerdrSettings)
     tmux: TmuxSettings = field(default_factory=TmuxSettings)
     commands: CommandSettings = field(default_factory=CommandSettings)
+    agliteterm: AgliteSettings = field(default_factory=AgliteSettings)
     #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
     profiles: tuple[Profile, ...] | None = None
 
@@ -320,6 +332,8 @@ KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "tmux.socket_name": ("tmux", "socket_name", _optional_text),
     "tmux.socket_path": ("tmux", "socket_path", _optional_text),
     "commands.shell_send": ("commands", "shell_send", _switch),
+    "agliteterm.socket": ("agliteterm", "socket", _optional_text),
+    "agliteterm.command": ("agliteterm", "command", _optional_text),
 }
 
 _PROFILE_KEYS = {"name", "agent", "args"}

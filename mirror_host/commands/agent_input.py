@@ -42,6 +42,7 @@ from mirror_host.agents import (
     Composer,
     Detection,
     ForegroundProcess,
+    ScreenView,
     detect,
     identify_group,
 )
@@ -62,6 +63,7 @@ from mirror_host.terminal.view import ScreenText
 __all__ = [
     "AgentPanes",
     "DeliveryTiming",
+    "NothingWritten",
     "PasteUnsupported",
     "bracketed",
     "carries",
@@ -96,7 +98,11 @@ class DeliveryTiming:
     quiet_seconds: float = 1.0
 
 
-class PasteUnsupported(PaneSourceError):
+class NothingWritten(PaneSourceError):
+    """The paste was refused before any of it was written (delivery says why, as busy)."""
+
+
+class PasteUnsupported(NothingWritten):
     """The agent has not enabled bracketed paste; nothing was written."""
 
 
@@ -111,8 +117,9 @@ class AgentPanes(Protocol):
         """
         ...
 
-    async def screen(self, pane_id: UUID) -> Screen:
-        """The pane's screen as it is now (read it before the next ``await``).
+    async def screen(self, pane_id: UUID) -> Screen | ScreenView:
+        """The pane's screen as it is now (read it before the next ``await``); a
+        source without an emulator of its own hands over a :class:`ScreenView`.
 
         Raises:
             PaneNotFound, PaneSourceError.
@@ -126,7 +133,7 @@ class AgentPanes(Protocol):
         is safe only for :func:`plain_pasteable` text.
 
         Raises:
-            PasteUnsupported: nothing was written.
+            NothingWritten (PasteUnsupported …): nothing was written.
             PaneNotFound, PaneSourceError: it may or may not have been.
         """
         ...
@@ -192,12 +199,16 @@ def carries(draft: str, prompt: str) -> bool:
     return len(seen) >= _TAIL and wanted.endswith(seen)
 
 
+def _view(screen: Screen | ScreenView) -> ScreenView:
+    return ScreenText(screen) if isinstance(screen, Screen) else screen
+
+
 async def _look(
     panes: AgentPanes, pane_id: UUID
 ) -> tuple[Detection, tuple[ForegroundProcess, ...]]:
     processes = await panes.foreground(pane_id)
     screen = await panes.screen(pane_id)
-    return detect(processes, ScreenText(screen)), processes
+    return detect(processes, _view(screen)), processes
 
 
 async def observe(panes: AgentPanes, pane_id: UUID) -> Detection:
@@ -287,7 +298,7 @@ async def _echoed(
     with trio.move_on_after(timing.echo_seconds):
         while True:
             screen = await panes.screen(pane_id)
-            found = detect(processes, ScreenText(screen))
+            found = detect(processes, _view(screen))
             if found.state is AgentState.BLOCKED:
                 return f"a dialog opened in the pane ({found.reason})"
             if found.state is AgentState.IDLE and found.composer is Composer.DRAFT:
@@ -330,7 +341,7 @@ async def deliver(
     started = time.monotonic()
     try:
         await panes.paste(pane_id, prompt)
-    except PasteUnsupported as exc:
+    except NothingWritten as exc:
         return _busy(command, f"{exc}; nothing was sent.")
     except PaneNotFound:
         return cli_error(command, "SEND_FAILED", f"The pane went away. {INPUT_UNCONFIRMED}")

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mirror_host.commands.responses import cli_error, cli_success
@@ -57,13 +57,20 @@ def find_profile(profiles: Iterable[Profile], wanted: str) -> Profile | None:
 
 
 def launch_profile(
-    profiles: Iterable[Profile], command: CreateCommand
+    profiles: Iterable[Profile],
+    command: CreateCommand,
+    *,
+    available: Callable[[Profile], bool] = profile_available,
 ) -> tuple[Profile | None, JSONValue | None]:
-    """``create``'s profile (``None`` for a shell), or the ``PROFILE_NOT_FOUND`` refusal."""
+    """``create``'s profile (``None`` for a shell), or the ``PROFILE_NOT_FOUND`` refusal.
+
+    ``available`` says whether a profile can start where the panes are (by
+    default: on this machine's ``PATH``).
+    """
     if command.launch is None:
         return None, None
     profile = find_profile(profiles, command.launch.profile)
-    if profile is None or not profile_available(profile):
+    if profile is None or not available(profile):
         return None, cli_error(
             "create",
             "PROFILE_NOT_FOUND",
@@ -97,12 +104,15 @@ def created_result(
     return cli_success("create", data)
 
 
-def profiles_result(profiles: Iterable[Profile]) -> JSONValue:
-    """The ``prowl.cli.profiles.v1`` catalogue with availability on this machine."""
+def profiles_result(
+    profiles: Iterable[Profile], *, available: Callable[[Profile], bool] = profile_available
+) -> JSONValue:
+    """The ``prowl.cli.profiles.v1`` catalogue with availability (``available``:
+    by default, on this machine's ``PATH``)."""
     entries: list[JSONValue] = []
     for profile in profiles:
         availability: dict[str, JSONValue] = {"status": "available"}
-        if not profile_available(profile):
+        if not available(profile):
             availability = {
                 "status": "unavailable",
                 "reason": f"{profile.name} is not on your shell's PATH",

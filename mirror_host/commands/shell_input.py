@@ -91,9 +91,21 @@ def _typed_since(panes: AgentPanes, pane_id: UUID, since: float) -> bool:
     return last is not None and last >= since
 
 
+async def _marked_screen(panes: AgentPanes, pane_id: UUID) -> Screen:
+    """The pane's mirrored screen; only one the host emulates itself carries prompt marks.
+
+    Raises:
+        PaneSourceError: the source hands over plain rows (no marks, so nothing to prove).
+    """
+    screen = await panes.screen(pane_id)
+    if not isinstance(screen, Screen):
+        raise PaneSourceError("this source's screens carry no prompt marks")
+    return screen
+
+
 async def _read(panes: AgentPanes, pane_id: UUID) -> tuple[ShellReading, Screen]:
     processes = await panes.foreground(pane_id)
-    screen = await panes.screen(pane_id)
+    screen = await _marked_screen(panes, pane_id)
     return judge(processes, screen), screen
 
 
@@ -195,7 +207,7 @@ async def _write_and_run(
         if why is not None:
             return failed(why)
         processes = await panes.foreground(pane_id)
-        screen = await panes.screen(pane_id)
+        screen = await _marked_screen(panes, pane_id)
     except PaneNotFound:
         return failed("the pane went away")
     except PaneSourceError as exc:
@@ -234,7 +246,7 @@ async def _echoed(
     why = "the text never appeared on the command line"
     with trio.move_on_after(timing.echo_seconds):
         while True:
-            screen = await panes.screen(pane_id)
+            screen = await _marked_screen(panes, pane_id)
             if screen.prompt.running:
                 return "the shell started running something else"
             line = command_line(screen)

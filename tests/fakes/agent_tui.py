@@ -138,6 +138,9 @@ class Agent:
             self.pending = self.pending[end:]
 
     def pasted(self, text: str) -> None:
+        # Terminals deliver a paste's line breaks as CR (agliteterm's session.paste
+        # and session.type turn LF into CR); Claude Code reads them as line breaks.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
         self.composer += text
         if text.count("\n") >= 2:
             self.pastes += 1

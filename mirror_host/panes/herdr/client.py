@@ -132,11 +132,13 @@ async def _events(reader: LineReader) -> AsyncGenerator[dict[str, Any], None]:
 class LineReader:
     """Newline-delimited lines from one stream, bounded by :data:`MAX_LINE_BYTES`.
 
-    Used for the API socket and for the observe program's standard output alike.
+    Used for Herdr's API socket, its observe program's standard output and
+    agliteterm's control API alike; ``peer`` names the sender in errors.
     """
 
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+    def __init__(self, stream: trio.abc.ReceiveStream, *, peer: str = "Herdr") -> None:
         self._stream = stream
+        self._peer = peer
         self._splitter = LineSplitter(MAX_LINE_BYTES)
         self._lines: deque[bytes] = deque()
 
@@ -153,5 +155,5 @@ class LineReader:
             try:
                 self._lines.extend(self._splitter.feed(chunk))
             except LineTooLong as exc:
-                raise PaneSourceError(f"Herdr sent {exc}") from exc
+                raise PaneSourceError(f"{self._peer} sent {exc}") from exc
         return self._lines.popleft()

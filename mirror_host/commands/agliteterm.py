@@ -1,0 +1,338 @@
+"""Remote commands on agliteterm panes (docs/operations.md, "Commands on agliteterm"). I/O.
+
+* ``list``: every pane of a fresh ``tree``, workspaces as worktrees and
+  sessions as tabs; ``task.status`` is ``running`` while agliteterm reports
+  the pane's agent working. A pane's ``agent`` is named only for a watched
+  pane whose screen an agent reader recognises (``list`` reads no screen).
+* ``profiles``: the ``[profiles]`` table (the programs run on Windows, where
+  the host cannot look at ``PATH``, so a configured profile is available).
+* ``create``: ``session.new`` in the chosen workspace, with the profile's
+  program as its command or a plain shell; a first prompt goes through the
+  guarded delivery once the agent shows an empty composer.
+* ``agentsInput`` / ``agentsDispatch``: the guarded delivery of
+  :mod:`mirror_host.commands.agent_input`, with agliteterm in the place of a
+  process table:
+
+  - the **agent** is what agliteterm's status hooks and the screen say: a
+    pane whose agent never reported a status (``tree`` ``status`` empty) has
+    none (a shell showing a saved agent screen is still a shell), and which
+    agent it is comes from the screen readers that recognise a layout of
+    their own (Claude Code, Codex, Gemini CLI, OpenCode, omp; Aider's plain
+    ``>`` prompt is indistinguishable from a shell's and is not recognised);
+  - agliteterm's **status** comes first: ``blocked`` refuses, ``working`` /
+    ``active`` gets Prowl's 5 s grace and then refuses;
+  - ``statusChangedAt`` stands for the agent's identity between the first
+    look and the Enter: a status written in between (the agent started
+    working, a dialog opened) means no Enter is sent;
+  - the prompt is pasted with ``session.paste`` (never empty: agliteterm
+    would paste the Windows clipboard), which agliteterm brackets exactly
+    when the agent asked for bracketed paste; a prompt with line breaks or
+    tabs goes between explicit bracketed-paste markers through
+    ``session.type`` instead (an agent without bracketed paste shows them, the
+    echo check fails, and no Enter is sent). Enter is ``session.type "\\r"``.
+
+  A refusal that wrote nothing (the pane's input busy or reserved) is
+  ``DISPATCH_TARGET_BUSY``; ``N of M bytes written``, a chunk still in flight
+  or an unknown outcome is ``SEND_FAILED`` (unconfirmed), never success.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from uuid import UUID
+
+import trio
+
+from mirror_host.agents import (
+    READERS,
+    Agent,
+    AgentState,
+    ForegroundProcess,
+    ScreenView,
+    read_screen,
+)
+from mirror_host.commands import catalogue
+from mirror_host.commands.agent_input import (
+    DeliveryTiming,
+    NothingWritten,
+    bracketed,
+    plain_pasteable,
+    prompt_problem,
+)
+from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.responses import cli_error
+from mirror_host.config import Profile
+from mirror_host.control import CreateCommand
+from mirror_host.control.swiftjson import JSONValue
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.agliteterm.protocol import (
+    AgliteSessionNotFound,
+    InputNotWritten,
+    SessionPane,
+    pane_uuid,
+)
+from mirror_host.panes.agliteterm.render import StyledView
+from mirror_host.panes.agliteterm.source import AgliteSource
+
+__all__ = ["AgliteAgentPanes", "AgliteCommands", "recognise", "status_state"]
+
+logger = logging.getLogger(__name__)
+
+#: Agents whose screens are distinctive enough to name them without a process table.
+RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
+#: How often agliteterm is asked whether a working agent is done, within the grace.
+_SETTLE_POLL_SECONDS = 0.2
+#: How long a created session may take to appear in the tree.
+_LISTED_SECONDS = 5.0
+
+_WORKING = frozenset({"working", "active", "busy", "running", "thinking"})
+_BLOCKED = frozenset({"blocked", "waiting", "approval", "question"})
+
+
+def status_state(status: str) -> AgentState | None:
+    """What agliteterm's status says of the agent: working, blocked, idle; ``None``
+    when no agent reported one (an unknown word counts as idle: the screen decides)."""
+    word = status.strip().lower()
+    if not word:
+        return None
+    if word in _WORKING:
+        return AgentState.WORKING
+    if word in _BLOCKED or word.startswith("waiting"):
+        return AgentState.BLOCKED
+    return AgentState.IDLE
+
+
+def recognise(view: ScreenView) -> Agent | None:
+    """The agent whose screen reader recognises ``view``'s layout, if one does."""
+    for agent in RECOGNISED:
+        if read_screen(agent, view).state is not AgentState.UNKNOWN:
+            return agent
+    return None
+
+
+class AgliteAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over an :class:`AgliteSource`."""
+
+    def __init__(self, source: AgliteSource) -> None:
+        self.source = source
+
+    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        """The agent agliteterm's hooks and the screen show, as one pseudo-process.
+
+        Its ``pid`` is the pane's ``statusChangedAt``: it changes exactly when
+        the agent reports something new.
+        """
+        record = await self.source.fresh_record(pane_id)
+        if status_state(record.status) is None:
+            return ()
+        agent = recognise(await self.screen(pane_id))
+        if agent is None:
+            return ()
+        return (ForegroundProcess(pid=record.status_changed_at or 0, name=agent.value),)
+
+    async def screen(self, pane_id: UUID) -> ScreenView:
+        screen, (_, rows) = await self.source.read_screen(pane_id)
+        return StyledView(screen, rows)
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        try:
+            if plain_pasteable(text):
+                await self.source.paste(pane_id, text)
+            else:
+                # Explicit markers: agliteterm's own would come only if the agent
+                # asked for bracketed paste, and without them a line break is Enter.
+                await self.source.type_for_host(
+                    pane_id, bracketed(text).decode("utf-8"), allow_control=True
+                )
+        except AgliteSessionNotFound as exc:
+            raise PaneNotFound(str(exc)) from exc
+        except InputNotWritten as exc:
+            raise NothingWritten(f"agliteterm refused the input ({exc.message})") from exc
+
+    async def press_enter(self, pane_id: UUID) -> None:
+        await self.source.type_for_host(pane_id, "\r", allow_control=False)
+
+    def last_raw_input(self, pane_id: UUID) -> float | None:
+        return self.source.input_activity.last(pane_id)
+
+
+def _configured(_profile: Profile) -> bool:
+    # The programs run on the Windows side, whose PATH this host cannot see.
+    return True
+
+
+class AgliteCommands(AgentPaneCommands):
+    """The command backend for an :class:`AgliteSource`."""
+
+    def __init__(
+        self,
+        source: AgliteSource,
+        *,
+        profiles: tuple[Profile, ...] | None = None,
+        timing: DeliveryTiming | None = None,
+    ) -> None:
+        self.source = source
+        self.panes = AgliteAgentPanes(source)
+        # No built-in catalogue: which agents are installed on Windows is unknown here.
+        super().__init__(self.panes, profiles=profiles or (), timing=timing)
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        launch = bool(self.profiles_table)
+        return (
+            *(("launch-profile",) if launch else ()),
+            "launch-shell",
+            "agents-dispatch",
+            "agent-input",
+        )
+
+    async def profiles(self) -> JSONValue:
+        return catalogue.profiles_result(self.profiles_table, available=_configured)
+
+    # ------------------------------------------------------------ catalogue
+
+    @staticmethod
+    def _worktree(pane: SessionPane) -> dict[str, JSONValue]:
+        path = pane.directory or ""
+        return catalogue.worktree_record(pane.workspace_id, pane.workspace_name, path, None)
+
+    def _agent(self, pane_id: UUID, pane: SessionPane) -> Agent | None:
+        if status_state(pane.status) is None:
+            return None
+        mirrored = self.source.mirrored_screen(pane_id)
+        if mirrored is None:
+            return None
+        screen, (_, rows) = mirrored
+        return recognise(StyledView(screen, rows))
+
+    async def list(self) -> JSONValue:
+        """``prowl.cli.list.v1`` from a fresh tree."""
+        try:
+            await self.source.discovery.poll(lane="commands")
+        except PaneSourceError as exc:
+            return cli_error("list", "LIST_FAILED", f"Failed to list panes ({exc}).")
+        worktrees: dict[str, dict[str, JSONValue]] = {}
+        items: list[JSONValue] = []
+        for pane_id, pane in self.source.discovery.panes.items():
+            worktree = worktrees.setdefault(pane.workspace_id, self._worktree(pane))
+            record: dict[str, JSONValue] = {
+                "id": str(pane_id).upper(),
+                "title": pane.label.split(" · ", 1)[-1],
+                "focused": pane.active,
+            }
+            if pane.directory:
+                record["cwd"] = pane.directory
+            agent = self._agent(pane_id, pane)
+            if agent is not None:
+                record["agent"] = agent.value
+            working = status_state(pane.status) is AgentState.WORKING
+            items.append(
+                {
+                    "worktree": worktree,
+                    "tab": {"id": pane.session_id, "title": pane.name, "selected": pane.active},
+                    "pane": record,
+                    "task": {"status": "running" if working else "idle"},
+                }
+            )
+        return self.list_result(items, worktrees)
+
+    # ------------------------------------------------------------ create
+
+    async def create(self, command: CreateCommand) -> JSONValue:
+        """``session.new`` in the workspace: the profile's program, or a shell."""
+        panes = self.source.discovery.panes.values()
+        workspace = next((p for p in panes if p.workspace_id == command.worktree_id), None)
+        if workspace is None:
+            return catalogue.unknown_worktree(command)
+        profile, refusal = catalogue.launch_profile(
+            self.profiles_table, command, available=_configured
+        )
+        if refusal is not None:
+            return refusal
+        args: dict[str, object] = {"workspace": workspace.workspace_id}
+        if profile is not None:
+            args["command"] = " ".join([profile.agent, *profile.args])
+            args["name"] = profile.name
+        try:
+            created = await self.source.client.call("session.new", args=args, lane="commands")
+            if not isinstance(created, str) or not created:
+                return cli_error(
+                    "create", "CREATE_FAILED", "agliteterm did not name the new session."
+                )
+            pane_id, pane = await self._listed(created)
+        except PaneSourceError as exc:
+            return cli_error("create", "CREATE_FAILED", f"Could not create the session: {exc}")
+        failure = await self.prompt_launched(command, profile, pane_id)
+        if failure is not None:
+            return failure
+        tab: dict[str, JSONValue] = {"id": pane.session_id, "title": pane.name, "selected": False}
+        record: dict[str, JSONValue] = {
+            "id": str(pane_id).upper(),
+            "title": profile.name if profile else pane.name,
+            "focused": False,
+        }
+        return catalogue.created_result(self._worktree(pane), tab, record, profile)
+
+    async def _listed(self, session_id: str) -> tuple[UUID, SessionPane]:
+        """Wait until the tree lists the new session (the full app answers before it exists)."""
+        key = pane_uuid(self.source.endpoint, session_id)
+        with trio.move_on_after(_LISTED_SECONDS):
+            while True:
+                await self.source.discovery.poll(lane="commands")
+                pane = self.source.discovery.panes.get(key)
+                if pane is not None:
+                    return key, pane
+                await trio.sleep(0.1)
+        raise PaneSourceError(f"agliteterm created {session_id} but never listed it")
+
+    # ------------------------------------------------------------ agent input
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """agliteterm's status first, then the guarded delivery (module docstring)."""
+        command = "agentsDispatch" if dispatch else "agentsInput"
+        problem = prompt_problem(prompt)
+        if problem is not None:
+            return cli_error(command, "INVALID_ARGUMENT", problem)
+        try:
+            record = await self._settled(pane_id, await self.source.fresh_record(pane_id))
+        except PaneNotFound:
+            return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
+        except PaneSourceError as exc:
+            return cli_error(
+                command,
+                "DISPATCH_TARGET_BUSY",
+                f"Host could not ask agliteterm about the pane ({exc}); nothing was sent.",
+            )
+        state = status_state(record.status)
+        if state is None:
+            return cli_error(
+                command,
+                "AGENT_NOT_FOUND",
+                "No agent has reported its status in the selected pane "
+                "(agliteterm's agent hooks); nothing was sent.",
+            )
+        if state is AgentState.BLOCKED:
+            return cli_error(
+                command,
+                "DISPATCH_TARGET_BUSY",
+                f"agliteterm reports the pane's agent {record.status!r}: it is waiting for an "
+                "answer on Host, and the text would go to its dialog, so nothing was sent.",
+            )
+        if state is AgentState.WORKING:
+            return cli_error(
+                command,
+                "DISPATCH_TARGET_BUSY",
+                "The pane's agent is still working; send again when it is idle.",
+            )
+        return await super().agent_input(pane_id, prompt, dispatch=dispatch, authorized=authorized)
+
+    async def _settled(self, pane_id: UUID, record: SessionPane) -> SessionPane:
+        """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
+        with trio.move_on_after(self.timing.settle_seconds):
+            while status_state(record.status) is AgentState.WORKING:
+                await trio.sleep(_SETTLE_POLL_SECONDS)
+                record = await self.source.fresh_record(pane_id)
+        return record

@@ -1,0 +1,666 @@
+"""The agliteterm pane source (``--source agliteterm``): a poller over the control API. I/O.
+
+agliteterm has no output stream, no modes and no revision, so a mirror polls
+and diffs (``../shared/spec/agliteterm.md``, verdict):
+
+* ``discovery.py`` follows the sessions (``events`` every second, ``tree`` on
+  change) and is the only thing that talks to agliteterm while nobody watches;
+* a **watched** pane is read with ``session.text {styles:true, lines:0}``
+  every 100 ms, every 30 ms for a second after input (so typing echoes
+  quickly), and at once after a scroll; a read that shows the same rows,
+  cursor and grid as the last one is no change and sends no frame;
+* frames are built from the styled rows in pure Python (``render.py``): no
+  libghostty for this source;
+* input goes through ``session.type`` with ``allow-control`` (a Mac's keys
+  include escapes and DEL); a refusal that wrote nothing because the pane's
+  input was busy is retried for up to 3 s, anything that may have been
+  partly written never is;
+* remote scroll pages through the host's copy of the scrollback
+  (``scrollback.py``); history is the plain ``session.text {all:true}``.
+
+Every call has a deadline. A read that fails or is slow keeps the last
+screen and is tried again; nothing here ever fails a subscriber for it: only
+a pane that is really gone (agliteterm says ``session not found`` and the
+tree agrees) ends its lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import trio
+
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.agliteterm.client import AgliteClient
+from mirror_host.panes.agliteterm.discovery import AgliteDiscovery
+from mirror_host.panes.agliteterm.protocol import (
+    AgliteError,
+    AgliteSessionNotFound,
+    AgliteUnknownCommand,
+    Dialect,
+    InputNotWritten,
+    Row,
+    SessionPane,
+    StyledScreen,
+    grid_size,
+    parse_metrics,
+    parse_styled,
+    plain_history,
+    plain_screen,
+    plain_text,
+)
+from mirror_host.panes.agliteterm.render import (
+    RowCache,
+    screen_lines,
+    text_frame,
+    vt_frame,
+)
+from mirror_host.panes.agliteterm.scrollback import ScrolledView, scroll_step
+from mirror_host.panes.agliteterm.transport import Transport
+from mirror_host.panes.model import (
+    Capability,
+    HistoryCapture,
+    PaneInfo,
+    ScrollBounds,
+    TextCapture,
+    VTCapture,
+    Watchers,
+)
+
+__all__ = ["AgliteSource", "Mirror"]
+
+logger = logging.getLogger(__name__)
+
+#: A watched pane is read this often …
+POLL_SECONDS = 0.1
+#: … and this often for FAST_SECONDS after input, so the echo shows quickly.
+FAST_POLL_SECONDS = 0.03
+FAST_SECONDS = 1.0
+#: Deadlines: one screen read; the wait for a new subscriber's first screen.
+READ_SECONDS = 3.0
+FIRST_READ_SECONDS = 2.0
+#: The full app's grid (``session.metrics``) is read this often while watched.
+METRICS_SECONDS = 1.0
+#: Reading the whole styled scrollback for the first scroll, and history.
+SNAPSHOT_SECONDS = 10.0
+HISTORY_SECONDS = 15.0
+#: A client's keystrokes (under the hub's 10 s input deadline) and the host's own
+#: paste or Enter (agliteterm answers those within about 22 s).
+INPUT_SECONDS = 8.0
+HOST_INPUT_SECONDS = 25.0
+#: How long input refused as "busy or reserved" (nothing written) is retried.
+BUSY_RETRY_SECONDS = 3.0
+_BUSY_RETRY_PAUSE = 0.1
+#: After a failed read, wait this long before the next.
+_HICCUP_SECONDS = 1.0
+#: Lines asked for by a build that refuses ``all`` (the session keeps 2 MiB anyway).
+HISTORY_LINES = 20_000
+
+
+@dataclass(eq=False)
+class Mirror:
+    """One watched pane: its latest tree record, screen, grid and watchers."""
+
+    uuid: UUID
+    pane: SessionPane
+    screen: StyledScreen
+    size: tuple[int, int]
+    watchers: Watchers = field(default_factory=Watchers)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: Set (then renewed) to read the pane now rather than at the next tick.
+    poll_now: trio.Event = field(default_factory=trio.Event)
+    #: Set once the first read is in (or failed), for a second watcher.
+    started: trio.Event = field(default_factory=trio.Event)
+    fast_until: float = float("-inf")
+    gone: bool = False
+    #: The host's frozen copy while scrolled back, else ``None``.
+    view: ScrolledView | None = None
+    #: ``session.metrics`` (full app) and when it was read.
+    metrics: tuple[int, int] | None = None
+    metrics_at: float = float("-inf")
+    cache: RowCache = field(default_factory=RowCache)
+    reads: int = 0
+    changes: int = 0
+    #: A read failed and was logged; the next success is logged too.
+    failing: bool = False
+
+    def vanish(self) -> None:
+        """The pane is gone for good: stop reading it and tell the watchers."""
+        if not self.gone:
+            self.gone = True
+            self.scope.cancel()
+            self.watchers.notify()
+
+    def changed(self) -> None:
+        self.changes += 1
+        self.watchers.notify()
+
+    def hurry(self, now: float) -> None:
+        """Read now, and quickly for a while (input was just written)."""
+        self.fast_until = now + FAST_SECONDS
+        self.poll_now.set()
+
+
+class AgliteSource:
+    """A :class:`~mirror_host.panes.source.PaneSource` over one agliteterm instance."""
+
+    #: The source polls watched panes itself and reports changes.
+    pushes_changes = True
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        fast_poll_seconds: float = FAST_POLL_SECONDS,
+    ) -> None:
+        self.client = AgliteClient(transport)
+        self.capabilities: frozenset[str] = frozenset(
+            {Capability.HISTORY, Capability.REMOTE_SCROLL, Capability.SCROLL_STATE}
+        )
+        self.poll_seconds = poll_seconds
+        self.fast_poll_seconds = fast_poll_seconds
+        self.discovery = AgliteDiscovery(
+            self.client, self._reconcile, watching=lambda: bool(self._mirrors)
+        )
+        self._mirrors: dict[UUID, Mirror] = {}
+        self._nursery: trio.Nursery | None = None
+        #: ``session.text`` selections this agliteterm refused (``screen``, ``all``).
+        self._refused_forms: set[str] = set()
+        #: When each pane last got raw input from a client (agent delivery checks it).
+        self.input_activity = InputActivity()
+
+    @property
+    def endpoint(self) -> str:
+        return self.client.endpoint
+
+    # ------------------------------------------------------------ running
+
+    async def run(self) -> None:
+        """Follow agliteterm and read the watched panes until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await self.discovery.run()
+        finally:
+            self._nursery = None
+            with trio.CancelScope(shield=True):
+                await self.client.aclose()
+
+    async def wait_listed(self) -> None:
+        """Wait for the first discovery attempt (tests and start-up)."""
+        await self.discovery.wait_listed()
+
+    def _reconcile(self, panes: dict[UUID, SessionPane], read_started: float) -> None:
+        """A new tree: follow renames and resizes, drop mirrors whose pane went."""
+        for key, mirror in list(self._mirrors.items()):
+            fresh = panes.get(key)
+            if fresh is None:
+                logger.info("agliteterm pane %s is gone", mirror.pane.pane_id)
+                mirror.vanish()
+                continue
+            mirror.pane = fresh
+            self._settle_size(mirror)
+
+    # ------------------------------------------------------------ PaneSource
+
+    async def list_panes(self) -> list[PaneInfo]:
+        """Every pane of the last tree, in tree order; reads no contents."""
+        panes = []
+        for key, pane in self.discovery.panes.items():
+            subtitle = pane.label.split(" · ", 1)[-1]
+            if pane.status:
+                subtitle = f"{subtitle} · {pane.status}"
+            panes.append(
+                PaneInfo(
+                    id=key,
+                    title=pane.label,
+                    directory=pane.directory or "",
+                    project_name=pane.workspace_name or None,
+                    subtitle=subtitle,
+                )
+            )
+        return panes
+
+    def is_listed(self, pane_id: UUID) -> bool:
+        mirror = self._mirrors.get(pane_id)
+        if mirror is not None and mirror.gone:
+            return False
+        return pane_id in self.discovery.panes
+
+    def pane_record(self, pane_id: UUID) -> SessionPane:
+        """The latest tree record of a listed pane.
+
+        Raises:
+            PaneNotFound: it is not in the last tree.
+        """
+        mirror = self._mirrors.get(pane_id)
+        if mirror is not None and not mirror.gone:
+            return mirror.pane
+        pane = self.discovery.panes.get(pane_id)
+        if pane is None:
+            raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
+        return pane
+
+    @asynccontextmanager
+    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+        """Read the pane (its first screen, then every 100 ms) while anybody watches it."""
+        mirror = self._mirrors.get(pane_id)
+        if mirror is None or mirror.gone:
+            mirror = await self._start(pane_id)
+        else:
+            await mirror.started.wait()
+            if mirror.gone:
+                raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
+        mirror.watchers.add(on_change)
+        try:
+            yield
+        finally:
+            mirror.watchers.discard(on_change)
+            if not mirror.watchers:
+                mirror.scope.cancel()
+                if self._mirrors.get(pane_id) is mirror:
+                    del self._mirrors[pane_id]
+                with trio.CancelScope(shield=True):
+                    for lane in ("pane", "input", "scroll", "history", "agent"):
+                        await self.client.close_lane(f"{lane}:{mirror.pane.pane_id}")
+
+    @staticmethod
+    def _lane(mirror: Mirror) -> str:
+        return f"pane:{mirror.pane.pane_id}"
+
+    async def _start(self, pane_id: UUID) -> Mirror:
+        pane = self.pane_record(pane_id)
+        assert self._nursery is not None, "panes are watched only while the source runs"
+        blank = StyledScreen(columns=pane.columns or 0, rows={}, cursor=(0, 0))
+        mirror = Mirror(pane_id, pane, blank, grid_size(pane, None))
+        self._mirrors[pane_id] = mirror
+        try:
+            with trio.move_on_after(FIRST_READ_SECONDS):
+                try:
+                    await self._read_into(mirror)
+                except AgliteSessionNotFound:
+                    await self._confirm_gone(mirror)
+                except PaneSourceError as exc:
+                    self._failed(mirror, exc)
+            if mirror.gone:
+                raise PaneNotFound(f"agliteterm pane {pane.pane_id} is gone")
+        except BaseException:
+            if self._mirrors.get(pane_id) is mirror:
+                del self._mirrors[pane_id]
+            mirror.vanish()
+            raise
+        finally:
+            mirror.started.set()
+        self._nursery.start_soon(self._poll, mirror)
+        return mirror
+
+    async def _poll(self, mirror: Mirror) -> None:
+        with mirror.scope:
+            while not mirror.gone:
+                now = trio.current_time()
+                interval = self.fast_poll_seconds if now < mirror.fast_until else self.poll_seconds
+                with trio.move_on_after(interval):
+                    await mirror.poll_now.wait()
+                # Renewed before the read: input written during it asks for the next.
+                mirror.poll_now = trio.Event()
+                try:
+                    await self._read_into(mirror)
+                except AgliteSessionNotFound:
+                    await self._confirm_gone(mirror)
+                except PaneSourceError as exc:
+                    # agliteterm slow, restarting or refusing: keep the last
+                    # screen (nobody is failed for it) and try again shortly.
+                    self._failed(mirror, exc)
+                    await trio.sleep(_HICCUP_SECONDS)
+
+    def _failed(self, mirror: Mirror, exc: PaneSourceError) -> None:
+        if not mirror.failing:
+            logger.warning(
+                "reading agliteterm pane %s: %s; showing its last screen meanwhile",
+                mirror.pane.pane_id,
+                exc,
+            )
+            mirror.failing = True
+
+    async def _read_into(self, mirror: Mirror) -> None:
+        """One read of the pane's screen (and, in the full app, its grid); change if new."""
+        if self.discovery.dialect is Dialect.FULL and mirror.pane.columns is None:
+            await self._read_metrics(mirror)
+        result = await self._session_text(
+            mirror.pane, lane=self._lane(mirror), timeout=READ_SECONDS, whole=False
+        )
+        mirror.reads += 1
+        if mirror.failing:
+            logger.info("reading agliteterm pane %s again", mirror.pane.pane_id)
+            mirror.failing = False
+        screen = _screen_of(result, *mirror.size)
+        if mirror.gone:
+            return
+        if screen != mirror.screen:
+            mirror.screen = screen
+            self._settle_size(mirror, changed=True)
+        else:
+            self._settle_size(mirror)
+
+    async def _read_metrics(self, mirror: Mirror) -> None:
+        now = trio.current_time()
+        if now - mirror.metrics_at < METRICS_SECONDS:
+            return
+        mirror.metrics_at = now
+        try:
+            result = await self.client.call(
+                "session.metrics",
+                target=mirror.pane.pane_id,
+                lane=self._lane(mirror),
+                timeout=READ_SECONDS,
+            )
+        except AgliteUnknownCommand:
+            mirror.metrics_at = float("inf")  # this build has none: the width from the text
+            return
+        mirror.metrics = parse_metrics(result) or mirror.metrics
+
+    def _settle_size(self, mirror: Mirror, *, changed: bool = False) -> None:
+        size = grid_size(mirror.pane, mirror.screen, mirror.metrics)
+        if size != mirror.size:
+            mirror.size = size
+            mirror.cache.forget_below(size[1])
+            mirror.view = None  # a scrolled copy of another grid no longer lines up
+            changed = True
+            pane_columns = mirror.pane.columns
+            if pane_columns is not None and pane_columns != size[0]:
+                self.discovery.request_poll()  # the tree is behind a resize
+        if changed:
+            mirror.changed()
+
+    async def _confirm_gone(self, mirror: Mirror) -> None:
+        """agliteterm says ``session not found``: the tree decides whether it is gone."""
+        try:
+            await self.discovery.poll()
+        except PaneSourceError as exc:
+            self._failed(mirror, exc)
+            await trio.sleep(_HICCUP_SECONDS)
+            return
+        if mirror.uuid not in self.discovery.panes:
+            mirror.vanish()
+
+    def _mirror(self, pane_id: UUID) -> Mirror:
+        mirror = self._mirrors.get(pane_id)
+        if mirror is None or mirror.gone:
+            raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
+        return mirror
+
+    def _view(self, mirror: Mirror) -> tuple[list[Row], tuple[int, int] | None, ScrollBounds]:
+        if mirror.view is not None:
+            return mirror.view.lines(), None, mirror.view.bounds()
+        lines = screen_lines(mirror.screen, mirror.size[1])
+        return lines, mirror.screen.cursor, ScrollBounds(at_bottom=True)
+
+    async def capture(
+        self,
+        pane_id: UUID,
+        representation: Representation,
+        *,
+        with_viewport_text: bool = False,
+        with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,  # not advertised: never asked
+    ) -> VTCapture | TextCapture:
+        """The pane as last read, or the scrolled copy; from memory, never awaiting."""
+        mirror = self._mirror(pane_id)
+        columns, rows = mirror.size
+        lines, cursor, bounds = self._view(mirror)
+        shown = bounds if with_scroll_bounds else None
+        if representation is Representation.TEXT:
+            text = text_frame(lines)
+            return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=shown)
+        cache = mirror.cache if mirror.view is None else None
+        data = vt_frame(lines, columns, cursor=cursor, cache=cache)
+        return VTCapture(columns=columns, rows=rows, data=data, scroll_bounds=shown)
+
+    async def write(self, pane_id: UUID, data: bytes) -> None:
+        """A client's keystrokes, through ``session.type`` with ``allow-control``.
+
+        Raises:
+            PaneNotFound: the pane is gone.
+            PaneSourceError: not UTF-8 (the API carries text only), refused, or
+                written only in part (never retried).
+        """
+        pane = self.pane_record(pane_id)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PaneSourceError(
+                "input is not UTF-8; agliteterm's session.type carries text only"
+            ) from exc
+        if not text:
+            return
+        self.input_activity.note(pane_id, time.monotonic())
+        mirror = self._mirrors.get(pane_id)
+        if mirror is not None and mirror.view is not None:
+            mirror.view = None  # typing returns to the live screen, as in a terminal
+            mirror.changed()
+        try:
+            await self._input(
+                "session.type",
+                pane,
+                {"text": text, "allow-control": True},
+                timeout=INPUT_SECONDS,
+            )
+        finally:
+            self.poke(pane_id)
+
+    async def type_for_host(self, pane_id: UUID, text: str, *, allow_control: bool) -> None:
+        """``session.type`` on the host's own behalf (agent delivery's Enter, markers).
+
+        Raises:
+            PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
+        """
+        args: dict[str, Any] = {"text": text}
+        if allow_control:
+            args["allow-control"] = True
+        try:
+            await self._input(
+                "session.type", self.pane_record(pane_id), args, timeout=HOST_INPUT_SECONDS
+            )
+        finally:
+            self.poke(pane_id)
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        """``session.paste`` of non-empty ``text`` (agliteterm brackets it if the
+        program asked for bracketed paste).
+
+        Raises:
+            PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
+        """
+        if not text:
+            raise InputNotWritten(
+                "session.paste", "an empty paste would paste the Windows clipboard", retryable=False
+            )
+        try:
+            await self._input(
+                "session.paste",
+                self.pane_record(pane_id),
+                {"text": text},
+                timeout=HOST_INPUT_SECONDS,
+            )
+        finally:
+            self.poke(pane_id)
+
+    async def _input(
+        self, cmd: str, pane: SessionPane, args: dict[str, Any], *, timeout: float
+    ) -> None:
+        give_up = trio.current_time() + BUSY_RETRY_SECONDS
+        while True:
+            try:
+                await self.client.call(
+                    cmd, target=pane.pane_id, args=args, lane=f"input:{pane.pane_id}",
+                    timeout=timeout,
+                )  # fmt: skip
+                return
+            except InputNotWritten as exc:
+                # Another write holds the pane's input; nothing of ours went.
+                if not exc.retryable or trio.current_time() >= give_up:
+                    raise
+            await trio.sleep(_BUSY_RETRY_PAUSE)
+
+    def poke(self, pane_id: UUID) -> None:
+        """Input went to the pane: read it now and quickly for a second."""
+        mirror = self._mirrors.get(pane_id)
+        if mirror is not None:
+            mirror.hurry(trio.current_time())
+
+    async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
+        """Page the host's copy of the scrollback by rows − 3 (``scrollback.py``).
+
+        Raises:
+            PaneNotFound: the pane is gone.
+            PaneSourceError: the scrollback could not be read (SCROLL_UNAVAILABLE).
+        """
+        mirror = self._mirror(pane_id)
+        columns, rows = mirror.size
+        step = scroll_step(rows)
+        if direction is ScrollDirection.DOWN:
+            if mirror.view is None:
+                return
+            lower = mirror.view.moved(-step)
+            mirror.view = lower if lower.offset > 0 else None
+            mirror.changed()
+            return
+        view = mirror.view
+        if view is None:
+            try:
+                result = await self._session_text(
+                    mirror.pane,
+                    lane=f"scroll:{mirror.pane.pane_id}",
+                    timeout=SNAPSHOT_SECONDS,
+                    whole=True,
+                )
+            except AgliteSessionNotFound:
+                await self._confirm_gone(mirror)
+                raise
+            if not _styled(result):
+                raise PaneSourceError("this agliteterm has no styled scrollback to scroll through")
+            view = ScrolledView(parse_styled(result, columns=columns), rows)
+            if mirror.gone:
+                raise PaneNotFound(f"agliteterm pane {mirror.pane.pane_id} is gone")
+            if mirror.size != (columns, rows):
+                raise PaneSourceError("the pane's grid changed while its scrollback was read")
+        moved = view.moved(step)
+        mirror.view = moved if moved.offset > 0 else None
+        mirror.changed()
+
+    async def history(self, pane_id: UUID) -> HistoryCapture:
+        """Plain scrollback and screen, ``session.text {all:true}`` (the session keeps 2 MiB)."""
+        pane = self.pane_record(pane_id)
+        result = await self._session_text(
+            pane,
+            lane=f"history:{pane.pane_id}",
+            timeout=HISTORY_SECONDS,
+            whole=True,
+            styles=False,
+        )
+        if plain_text(result) is None:
+            raise PaneSourceError("agliteterm's plain session.text answer is not text")
+        return HistoryCapture(text=plain_history(result))
+
+    async def _session_text(
+        self, pane: SessionPane, *, lane: str, timeout: float, whole: bool, styles: bool = True
+    ) -> object:
+        """``session.text`` of the screen (``lines:0``) or of everything (``all``).
+
+        A build that refuses that selection (an older lite without ``lines``)
+        is asked its own way from then on: the bare form for the screen (lite's
+        whole buffer: the screen rows are picked out), ``lines:N`` for all.
+        """
+        form = "all" if whole else "screen"
+        base: dict[str, Any] = {"styles": True} if styles else {}
+        if form not in self._refused_forms:
+            args = {**base, "all": True} if whole else {**base, "lines": 0}
+            try:
+                return await self.client.call(
+                    "session.text", target=pane.pane_id, args=args, lane=lane, timeout=timeout
+                )
+            except (AgliteSessionNotFound, AgliteUnknownCommand):
+                raise
+            except AgliteError as exc:
+                logger.info("agliteterm refused session.text %s (%s); asking another way", args,
+                            exc.message)  # fmt: skip
+                self._refused_forms.add(form)
+        args = {**base, "lines": HISTORY_LINES} if whole else base
+        return await self.client.call(
+            "session.text", target=pane.pane_id, args=args, lane=lane, timeout=timeout
+        )
+
+    # ------------------------------------------------------------ for commands
+
+    async def fresh_record(self, pane_id: UUID) -> SessionPane:
+        """The pane's record from a tree read now (status, name, grid).
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        await self.discovery.poll(lane="commands")
+        return self.pane_record(pane_id)
+
+    async def read_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]]:
+        """The pane's screen read now (not the mirror's, up to a poll old) and its grid.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        pane = self.pane_record(pane_id)
+        mirror = self._mirrors.get(pane_id)
+        metrics = mirror.metrics if mirror is not None else None
+        try:
+            result = await self._session_text(
+                pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
+            )
+        except AgliteSessionNotFound as exc:
+            raise PaneNotFound(str(exc)) from exc
+        screen = _screen_of(result, *grid_size(pane, None, metrics))
+        return screen, grid_size(pane, screen, metrics)
+
+    def mirrored_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]] | None:
+        """The watched pane's last screen and grid, else ``None`` (nothing is read)."""
+        mirror = self._mirrors.get(pane_id)
+        if mirror is None or mirror.gone or not mirror.reads:
+            return None
+        return mirror.screen, mirror.size
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters for ``mirror-host status`` and the benchmarks."""
+        return {
+            "agliteterm": self.discovery.version,
+            "dialect": self.discovery.dialect.value if self.discovery.dialect else None,
+            "requests": dict(self.client.requests),
+            "watching": len(self._mirrors),
+            "connections": self.client.lanes_open(),
+            "restartsSeen": self.discovery.restarts_seen,
+        }
+
+
+def _styled(result: object) -> bool:
+    return isinstance(result, Mapping) and isinstance(result.get("rows"), list)
+
+
+def _screen_of(result: object, columns: int, rows: int) -> StyledScreen:
+    """A styled answer as it is; a plain one (a build without ``styles``, whose bare
+    text is its whole buffer) as its last ``rows`` lines, unstyled.
+
+    Raises:
+        PaneSourceError: neither.
+    """
+    if _styled(result):
+        return parse_styled(result, columns=columns)
+    text = plain_text(result)
+    if text is None:
+        raise PaneSourceError("agliteterm's session.text answer is neither styled rows nor text")
+    return plain_screen(text, rows, columns)
