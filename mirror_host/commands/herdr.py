@@ -93,11 +93,8 @@ class HerdrCommands:
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Only what really works on this server and this machine."""
+        """Only what really works on this server (``launch-profile`` is the service's)."""
         capabilities = []
-        available = any(catalogue.profile_available(p) for p in self.profiles_table)
-        if self._has_tab_create and self._has_agent_start and available:
-            capabilities.append("launch-profile")
         if self._has_tab_create:
             capabilities.append("launch-shell")
         capabilities += ["agents-dispatch", "agent-input"]
@@ -213,6 +210,13 @@ class HerdrCommands:
         profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal
+        if profile is not None and not (self._has_tab_create and self._has_agent_start):
+            return cli_error(
+                "create",
+                "PROFILE_UNAVAILABLE",
+                f"Agent Profile “{profile.name}” cannot start here: this Herdr has no "
+                f"{'tab.create' if not self._has_tab_create else 'agent.start'}. Update Herdr.",
+            )
         try:
             params: dict[str, Any] = {"workspace_id": workspace.id, "focus": False}
             if workspace.cwd:

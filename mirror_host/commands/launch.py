@@ -95,14 +95,8 @@ class AgentPaneCommands:
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Launching needs an installed profile; the rest always works."""
-        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
-        return (
-            *(("launch-profile",) if launch else ()),
-            "launch-shell",
-            "agents-dispatch",
-            "agent-input",
-        )
+        """All of these always work (``launch-profile`` is the service's: it is always on)."""
+        return ("launch-shell", "agents-dispatch", "agent-input")
 
     async def run(self) -> None:
         """Nothing to learn in the background."""

@@ -59,7 +59,10 @@ from mirror_host.control.swiftjson import JSONValue
 from mirror_host.session.connection import Session
 from mirror_host.session.events import CommandRequested, ReceiptRequested
 
-__all__ = ["CommandBackend", "CommandService"]
+__all__ = ["LAUNCH_PROFILE", "CommandBackend", "CommandService"]
+
+#: The capability the mobile apps gate every command on (prowl-clients.md).
+LAUNCH_PROFILE = "launch-profile"
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +74,10 @@ class CommandBackend(Protocol):
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Which of launch-profile, launch-shell, agents-dispatch, agent-input really work."""
+        """Which of launch-shell, agents-dispatch, agent-input really work, in that order.
+
+        Never ``launch-profile``: the service advertises that itself.
+        """
         ...
 
     async def run(self) -> None:
@@ -114,8 +120,15 @@ class CommandService(CommandHandler):
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Advertised in ``panes.capabilities`` after the base four."""
-        return self.backend.capabilities
+        """Advertised in ``panes.capabilities`` after the base four.
+
+        ``launch-profile`` whenever the service runs, on every source, as Prowl's
+        host does: the iOS and Android apps send no command at all (not ``list``,
+        not ``agentsInput``) without it. Whether a profile can really start is
+        ``profiles``' ``availability``; a ``create`` naming one that cannot is
+        refused by the backend with the reason, and nothing is started.
+        """
+        return (LAUNCH_PROFILE, *(c for c in self.backend.capabilities if c != LAUNCH_PROFILE))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the command tasks until cancelled."""
@@ -301,7 +314,7 @@ class CommandService(CommandHandler):
         if isinstance(command, SendCommand):
             return rejected(SEND_REFUSED)
         if isinstance(command, CreateCommand):
-            needed = "launch-profile" if command.launch is not None else "launch-shell"
+            needed = LAUNCH_PROFILE if command.launch is not None else "launch-shell"
             if needed not in capabilities:
                 return rejected(NOT_ALLOWED)
             try:

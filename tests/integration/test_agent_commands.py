@@ -174,3 +174,41 @@ async def test_create_a_shell_and_an_agent_with_its_first_prompt(
             )
             assert missing["error"]["code"] == "PROFILE_NOT_FOUND"
         assert setup.agent.received() == b""  # nothing reached the first agent
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_launch_profile_is_advertised_with_no_agent_installed(
+    state_dir: Path, repo: Path, kind: str
+) -> None:
+    """A phone can still send commands; a profile that cannot start is refused, nothing runs."""
+    ghost = Profile(id="ghost", name="Ghost", agent="no-such-agent-anywhere")
+    async with rig(kind, state_dir, cwd=repo, profiles=(ghost,)) as setup:
+        listing: set[str] = set()
+        async with phone_on(setup, advertised=listing):
+            assert {"launch-profile", "agent-input"} <= listing
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            catalogue = await command(client, c.ProfilesCommand())
+            assert catalogue["data"]["profiles"][0]["availability"] == {
+                "status": "unavailable",
+                "reason": "no-such-agent-anywhere is not on your shell's PATH",
+            }
+            before = {item["pane"]["id"] for item in (await command(client, c.ListCommand()))[
+                "data"]["items"]}  # fmt: skip
+            refused = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=str(repo),
+                    launch=c.Launch(profile="ghost", prompt="hello"),
+                    background=True,
+                ),
+            )
+            assert refused["ok"] is False and refused["command"] == "create"
+            assert refused["error"] == {
+                "code": "PROFILE_UNAVAILABLE",
+                "message": "Agent Profile “Ghost” cannot start on Host: "
+                "no-such-agent-anywhere is not on your shell's PATH.",
+            }
+            after = {item["pane"]["id"] for item in (await command(client, c.ListCommand()))[
+                "data"]["items"]}  # fmt: skip
+            assert after == before  # nothing was started

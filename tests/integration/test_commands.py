@@ -216,6 +216,55 @@ async def test_create_shell_and_agent_tabs(
             assert new_pane
 
 
+def created_tabs(fake: FakeHerdr) -> list[dict[str, Any]]:
+    """``tab.create`` requests other than the host's feature probe."""
+    return [
+        r for r in fake.requests_for("tab.create")
+        if r["params"].get("workspace_id") != "mirror-host-probe"
+    ]  # fmt: skip
+
+
+async def test_launch_profile_is_advertised_with_no_profile_installed(state_dir: Path) -> None:
+    ghost = Profile(id="ghost", name="Ghost", agent="no-such-agent")
+    async with command_host(state_dir, profiles=(ghost,)) as (host, fake, ids):
+        async with login("127.0.0.1", port_of(host), await paired(host)) as client:
+            listing = await list_panes(client)
+            assert "launch-profile" in listing.capabilities
+            catalogue = await run(client, c.ProfilesCommand())
+            assert catalogue["data"]["profiles"][0]["availability"]["status"] == "unavailable"
+            refused = await run(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=ids["workspace"],
+                    launch=c.Launch(profile="ghost"),
+                    background=True,
+                ),
+            )
+            assert refused["error"]["code"] == "PROFILE_UNAVAILABLE", refused
+            assert "Ghost" in refused["error"]["message"]
+            assert created_tabs(fake) == []  # nothing was started
+            commands_backend = host.hub.commands
+            assert isinstance(commands_backend, CommandService)
+            backend = commands_backend.backend
+            assert isinstance(backend, HerdrCommands)
+            backend._has_agent_start = False  # an older Herdr: no agent.start
+            monkey = Profile(id="sh", name="Shell agent", agent="sh")
+            backend.profiles_table = (monkey,)
+            older = await run(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=ids["workspace"],
+                    launch=c.Launch(profile="sh"),
+                    background=True,
+                ),
+            )
+            assert older["error"]["code"] == "PROFILE_UNAVAILABLE", older
+            assert "agent.start" in older["error"]["message"]
+            assert created_tabs(fake) == []
+
+
 async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
