@@ -340,8 +340,9 @@ class HerdrCommands:
         return pane
 
     async def _fresh(self, record: HerdrPane) -> HerdrPane:
+        """The pane as Herdr describes it now (under its new id if it moved)."""
         try:
-            result = await self.client.call("pane.get", {"pane_id": record.pane_id})
+            result = await self.source.call_on_pane(record.uuid, "pane.get", {})
         except HerdrUnknownMethod:
             return record
         pane = result.get("pane")

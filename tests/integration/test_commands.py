@@ -265,6 +265,22 @@ async def test_launch_profile_is_advertised_with_no_profile_installed(state_dir:
             assert created_tabs(fake) == []
 
 
+async def test_agent_input_reaches_an_agent_whose_pane_moved(state_dir: Path) -> None:
+    """The reply box works right after the pane moved, before the host's next snapshot."""
+    async with command_host(state_dir) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            fake.delay_method("session.snapshot", 1.0)
+            moved = fake.move_pane(ids["agent"], fake.add_tab(ids["empty"], "moved"))
+            result = await run(phone, c.AgentsInputCommand(pane=str(pane), prompt="hi"), sub=sub)
+            assert result["ok"] is True, result
+            targets = [r["params"]["target"] for r in fake.requests_for("agent.prompt")]
+            assert targets == [moved]
+            fake.clear_delay()
+
+
 async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
