@@ -180,6 +180,9 @@ async def bc_pair(client: JavaClient, port: int, code: str, name: str) -> Creden
     async with running(client, "pair", "127.0.0.1", str(port), code, name) as run:
         tls = await run.wait_for("tls")
         assert (tls["suite"], tls["version"]) == (CHACHA_PSK, "TLS 1.2")
+        # Prowl's clients: no PSK identity hint; BouncyCastle aborts without the
+        # server's renegotiation_info, so a handshake at all proves it was sent.
+        assert tls["identityHint"] == "" and tls["secureRenegotiation"] is True
         found = await run.wait_for("paired")
         assert await run.finish() == 0, run.events
     return Credential(UUID(found["hostID"]), UUID(found["deviceID"]), b64decode(found["key"]))

@@ -150,6 +150,12 @@ async def test_list_and_profiles(
             by_id = {p["id"]: p for p in catalogue["data"]["profiles"]}
             assert by_id["cc"]["availability"] == {"status": "available"}
             assert by_id["ghost"]["availability"]["status"] == "unavailable"
+            for entry in by_id.values():
+                assert set(entry) == {"id", "name", "enabled", "runtime", "availability"}
+            # Android parses every item's pane.id as a UUID until it finds its pane.
+            for item in data["items"]:
+                assert str(uuid.UUID(item["pane"]["id"])).upper() == item["pane"]["id"]
+                assert isinstance(item["task"], dict)
 
 
 async def test_create_shell_and_agent_tabs(
@@ -184,6 +190,11 @@ async def test_create_shell_and_agent_tabs(
                 "agent": "claude",
             }
             new_pane = launched["data"]["target"]["pane"]["id"]
+            for created in (shell, launched):  # what Android reads before it subscribes
+                target = created["data"]["target"]
+                uuid.UUID(target["pane"]["id"])
+                assert isinstance(target["pane"]["title"], str)
+                assert {"id", "name", "path", "root_path"} <= set(target["worktree"])
             assert fake.requests_for("agent.start") and fake.requests_for("agent.prompt")
             assert any(
                 req["params"]["text"] == "hello agent" for req in fake.requests_for("agent.prompt")

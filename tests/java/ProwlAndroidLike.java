@@ -47,7 +47,6 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 import org.bouncycastle.tls.AlertDescription;
-import org.bouncycastle.tls.AlertLevel;
 import org.bouncycastle.tls.BasicTlsPSKIdentity;
 import org.bouncycastle.tls.CipherSuite;
 import org.bouncycastle.tls.PSKTlsClient;
@@ -84,6 +83,9 @@ public final class ProwlAndroidLike {
         volatile boolean closeNotifyReceived;
         int suite = -1;
         ProtocolVersion version;
+        /** The server's PSK identity hint: "" when it sent none (what Prowl's hosts send). */
+        String identityHint;
+        boolean secureRenegotiation, extendedMasterSecret;
 
         Tls(String host, int port, String identity, byte[] psk) throws IOException {
             socket = new Socket();
@@ -91,8 +93,17 @@ public final class ProwlAndroidLike {
             socket.setKeepAlive(true);
             protocol = new TlsClientProtocol(socket.getInputStream(), socket.getOutputStream());
             Tls self = this;
-            PSKTlsClient client = new PSKTlsClient(
-                    new BcTlsCrypto(new SecureRandom()), new BasicTlsPSKIdentity(identity, psk)) {
+            BasicTlsPSKIdentity pskIdentity = new BasicTlsPSKIdentity(identity, psk) {
+                @Override public void skipIdentityHint() {
+                    super.skipIdentityHint();
+                    self.identityHint = "";
+                }
+                @Override public void notifyIdentityHint(byte[] hint) {
+                    super.notifyIdentityHint(hint);
+                    self.identityHint = new String(hint, StandardCharsets.UTF_8);
+                }
+            };
+            PSKTlsClient client = new PSKTlsClient(new BcTlsCrypto(new SecureRandom()), pskIdentity) {
                 @Override protected ProtocolVersion[] getSupportedVersions() {
                     return ProtocolVersion.TLSv12.only();
                 }
@@ -111,8 +122,23 @@ public final class ProwlAndroidLike {
                     super.notifyAlertReceived(level, description);
                     if (description == AlertDescription.close_notify) self.closeNotifyReceived = true;
                 }
+                @Override public void notifySecureRenegotiation(boolean secure) throws IOException {
+                    self.secureRenegotiation = secure;
+                    super.notifySecureRenegotiation(secure);  // aborts without renegotiation_info
+                }
+                @Override public void notifyHandshakeComplete() throws IOException {
+                    super.notifyHandshakeComplete();
+                    self.extendedMasterSecret =
+                            context.getSecurityParametersConnection().isExtendedMasterSecret();
+                }
             };
-            protocol.connect(client);  // blocking handshake; BC checks renegotiation_info itself
+            protocol.connect(client);  // the blocking handshake
+        }
+
+        void report() {
+            emit("event", "tls", "suite", suiteHex(), "version", String.valueOf(version),
+                    "identityHint", identityHint, "secureRenegotiation", secureRenegotiation,
+                    "extendedMasterSecret", extendedMasterSecret);
         }
 
         String suiteHex() { return String.format("0x%04X", suite); }
@@ -351,7 +377,7 @@ public final class ProwlAndroidLike {
 
     static int pair(String host, int port, String code, String name) throws Exception {
         Tls tls = new Tls(host, port, "pair", code.getBytes(StandardCharsets.UTF_8));
-        emit("event", "tls", "suite", tls.suiteHex(), "version", String.valueOf(tls.version));
+        tls.report();
         Connection connection = new Connection(tls);
         connection.start();
         try {
@@ -623,7 +649,7 @@ public final class ProwlAndroidLike {
 
     static int session(String host, int port, UUID hostId, UUID deviceId, byte[] key, Options options) throws Exception {
         Tls tls = new Tls(host, port, upper(deviceId), key);
-        emit("event", "tls", "suite", tls.suiteHex(), "version", String.valueOf(tls.version));
+        tls.report();
         Connection connection = new Connection(tls);
         connection.start();
         Session session = new Session(connection, options);
