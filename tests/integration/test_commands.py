@@ -358,6 +358,39 @@ async def test_blocked_or_agentless_panes_get_nothing(state_dir: Path) -> None:
             assert fake.received_input(ids["shell"]) == b""
 
 
+async def test_prompts_over_64_kib_are_refused(state_dir: Path) -> None:
+    """Prowl's limit for an agent or create prompt: 65,536 UTF-8 bytes."""
+    async with command_host(state_dir) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            too_long = "é" * 32_768 + "x"  # 65,537 bytes
+            refused = await run(
+                phone, c.AgentsInputCommand(pane=str(pane), prompt=too_long), sub=sub
+            )
+            assert refused["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Invalid dispatch target or prompt size.",
+            }
+            at_limit = await run(
+                phone, c.AgentsInputCommand(pane=str(pane), prompt="é" * 32_768), sub=sub
+            )
+            assert at_limit["ok"] is True, at_limit
+        async with login("127.0.0.1", port_of(host), await paired(host, "Mac")) as mac:
+            create = c.CreateCommand(
+                resource="tab",
+                worktree_id=ids["workspace"],
+                launch=c.Launch(profile="cc", prompt=too_long),
+                background=True,
+            )
+            assert (await run(mac, create))["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Choose a valid Host Profile and a prompt within the size limit.",
+            }
+        assert not [r for r in fake.requests_for("agent.prompt") if r["params"]["text"] == too_long]
+
+
 async def test_send_is_refused_and_disallowed_commands_close(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
