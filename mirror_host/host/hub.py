@@ -515,6 +515,9 @@ class Hub:
                 under_way.result = _HistoryRead(capture, self._wall_clock())
             except PaneSourceError as exc:
                 logger.info("history of pane %s unavailable: %s", pane_id, exc)
+            except Exception:
+                # This task belongs to the hub: a source bug must not take the host down.
+                logger.exception("reading the history of pane %s failed", pane_id)
         if deadline.cancelled_caught:
             logger.info(
                 "history of pane %s unavailable: no answer within %g s",

@@ -481,3 +481,18 @@ async def test_a_text_frame_over_1_mib_is_never_sent(
             await peer.closed.wait()
         assert not [m for _, m in peer.received if isinstance(m, TextFramePacket)]
         assert owner.closed
+
+
+async def test_a_history_read_that_crashes_is_unavailable_and_the_host_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.failures["history"] = RuntimeError("a bug in the source")  # type: ignore[assignment]
+    async with subscribed_peer(source, pane) as (owner, peer, sub):
+        await peer.send(c.History(subscription_id=sub))
+        failure = await peer.next(c.Failure, within=1.0)
+        assert failure == c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)
+        await peer.send(c.Input(data=b"still up", subscription_id=sub))
+        await peer.frame_with(sub, "still up", within=1.0)
+        assert owner.closed == []
