@@ -229,13 +229,20 @@ public final class ProwlAndroidLike {
             } catch (InterruptedException | IOException ignored) { }
         }
 
+        /** Set once a write failed: the host is closing, and the reader will say how. */
+        volatile boolean sendFailed;
+
         synchronized void send(Map<String, Object> message) throws IOException {
-            if (silent) return;
+            if (silent || sendFailed) return;
             byte[] body = Json.write(message).getBytes(StandardCharsets.UTF_8);
             ByteBuffer packet = ByteBuffer.allocate(5 + body.length);
             packet.putInt(body.length + 1).put((byte) 0).put(body);
-            out.write(packet.array());
-            out.flush();
+            try {
+                out.write(packet.array());
+                out.flush();
+            } catch (IOException e) {
+                sendFailed = true;  // what the host sent before closing is still read
+            }
         }
 
         /** The next packet within the client's read timeout; pings answered, pongs skipped. */
