@@ -554,6 +554,7 @@ def _scroll_state_sent_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Session, "_queue", queue)
 
 
+@pytest.mark.slow
 async def test_mirror_host_keeps_what_the_clients_require(state_dir: Path) -> None:
     results = await run_against(state_dir, ("clients.*",), commands=True)
     assert {n: r.status for n, r in results.items()} == dict.fromkeys(
