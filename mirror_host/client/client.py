@@ -166,6 +166,9 @@ class MirrorClient:
         self.first_kind: str | None = None
         #: Why the reader stopped on an undecodable packet, if it did.
         self.decode_error: str | None = None
+        #: How the host ended TLS, once it did: True after its ``close_notify``,
+        #: False when TCP closed without one (what Android reports as the reason).
+        self.close_notify: bool | None = None
         self._send_lock = trio.Lock()
         self._inbox_send, self._inbox = trio.open_memory_channel[Incoming | None](math.inf)
         self._closed = False
@@ -227,8 +230,10 @@ class MirrorClient:
                 try:
                     data = await self.stream.receive_some(65536)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+                    self.close_notify = False  # TCP ended under TLS (or we closed)
+                    return
                 if not data:
+                    self.close_notify = True  # trio returns b"" only after close_notify
                     return
                 decoder.feed(data)
                 while (packet := decoder.next_packet()) is not None:

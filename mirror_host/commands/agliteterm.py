@@ -179,13 +179,8 @@ class AgliteCommands(AgentPaneCommands):
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        launch = bool(self.profiles_table)
-        return (
-            *(("launch-profile",) if launch else ()),
-            "launch-shell",
-            "agents-dispatch",
-            "agent-input",
-        )
+        # launch-profile is the service's; shell-send is never offered (no prompt marks).
+        return ("launch-shell", "agents-dispatch", "agent-input")
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)

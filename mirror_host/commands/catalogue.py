@@ -27,6 +27,7 @@ __all__ = [
     "git_root",
     "profile_available",
     "profiles_result",
+    "unavailable_reason",
     "unknown_worktree",
     "worktree_for",
     "worktree_record",
@@ -62,7 +63,12 @@ def launch_profile(
     *,
     available: Callable[[Profile], bool] = profile_available,
 ) -> tuple[Profile | None, JSONValue | None]:
-    """``create``'s profile (``None`` for a shell), or the ``PROFILE_NOT_FOUND`` refusal.
+    """``create``'s profile (``None`` for a shell), or its refusal.
+
+    ``PROFILE_NOT_FOUND`` when no profile has that id or name;
+    ``PROFILE_UNAVAILABLE`` when one does but its program is not installed here
+    (``launch-profile`` is advertised whether or not any is, as Prowl's host does,
+    so this is where a phone learns why nothing started).
 
     ``available`` says whether a profile can start where the panes are (by
     default: on this machine's ``PATH``).
@@ -70,13 +76,24 @@ def launch_profile(
     if command.launch is None:
         return None, None
     profile = find_profile(profiles, command.launch.profile)
-    if profile is None or not available(profile):
+    if profile is None:
         return None, cli_error(
             "create",
             "PROFILE_NOT_FOUND",
             f"No enabled Agent Profile matches “{command.launch.profile}”.",
         )
+    if not available(profile):
+        return None, cli_error(
+            "create",
+            "PROFILE_UNAVAILABLE",
+            f"Agent Profile “{profile.name}” cannot start on Host: {unavailable_reason(profile)}.",
+        )
     return profile, None
+
+
+def unavailable_reason(profile: Profile) -> str:
+    """Why a profile's program cannot start here (``profiles``' ``availability.reason``)."""
+    return f"{profile.agent} is not on your shell's PATH"
 
 
 def unknown_worktree(command: CreateCommand) -> JSONValue:
@@ -113,10 +130,7 @@ def profiles_result(
     for profile in profiles:
         availability: dict[str, JSONValue] = {"status": "available"}
         if not available(profile):
-            availability = {
-                "status": "unavailable",
-                "reason": f"{profile.name} is not on your shell's PATH",
-            }
+            availability = {"status": "unavailable", "reason": unavailable_reason(profile)}
         entries.append(
             {
                 "id": profile.id,

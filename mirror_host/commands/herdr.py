@@ -99,11 +99,8 @@ class HerdrCommands:
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Only what really works on this server and this machine."""
+        """Only what really works on this server (``launch-profile`` is the service's)."""
         capabilities = []
-        available = any(catalogue.profile_available(p) for p in self.profiles_table)
-        if self._has_tab_create and self._has_agent_start and available:
-            capabilities.append("launch-profile")
         if self._has_tab_create:
             capabilities.append("launch-shell")
         capabilities += ["agents-dispatch", "agent-input"]
@@ -226,6 +223,13 @@ class HerdrCommands:
         profile, refusal = catalogue.launch_profile(self.profiles_table, command)
         if refusal is not None:
             return refusal
+        if profile is not None and not (self._has_tab_create and self._has_agent_start):
+            return cli_error(
+                "create",
+                "PROFILE_UNAVAILABLE",
+                f"Agent Profile “{profile.name}” cannot start here: this Herdr has no "
+                f"{'tab.create' if not self._has_tab_create else 'agent.start'}. Update Herdr.",
+            )
         try:
             params: dict[str, Any] = {"workspace_id": workspace.id, "focus": False}
             if workspace.cwd:
@@ -349,8 +353,9 @@ class HerdrCommands:
         return pane
 
     async def _fresh(self, record: HerdrPane) -> HerdrPane:
+        """The pane as Herdr describes it now (under its new id if it moved)."""
         try:
-            result = await self.client.call("pane.get", {"pane_id": record.pane_id})
+            result = await self.source.call_on_pane(record.uuid, "pane.get", {})
         except HerdrUnknownMethod:
             return record
         pane = result.get("pane")

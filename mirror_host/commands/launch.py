@@ -103,10 +103,9 @@ class AgentPaneCommands:
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Launching needs an installed profile; the rest always works."""
-        launch = any(catalogue.profile_available(p) for p in self.profiles_table)
+        """All of these always work (``launch-profile`` is the service's: it is always on);
+        ``shell-send`` unless it is turned off."""
         return (
-            *(("launch-profile",) if launch else ()),
             "launch-shell",
             "agents-dispatch",
             "agent-input",

@@ -60,7 +60,10 @@ from mirror_host.control.swiftjson import JSONValue
 from mirror_host.session.connection import Session
 from mirror_host.session.events import CommandRequested, ReceiptRequested
 
-__all__ = ["CommandBackend", "CommandService", "ShellSender"]
+__all__ = ["LAUNCH_PROFILE", "CommandBackend", "CommandService", "ShellSender"]
+
+#: The capability the mobile apps gate every command on (prowl-clients.md).
+LAUNCH_PROFILE = "launch-profile"
 
 logger = logging.getLogger(__name__)
 
@@ -68,11 +71,14 @@ Authorized = Callable[[], bool]
 
 
 class CommandBackend(Protocol):
-    """Where commands are carried out (Herdr, for now)."""
+    """Where commands are carried out (Herdr, tmux, local PTYs, agliteterm)."""
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Which of launch-profile, launch-shell, agents-dispatch, agent-input really work."""
+        """Which of launch-shell, agents-dispatch, agent-input, shell-send work, in that order.
+
+        Never ``launch-profile``: the service advertises that itself.
+        """
         ...
 
     async def run(self) -> None:
@@ -126,8 +132,15 @@ class CommandService(CommandHandler):
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        """Advertised in ``panes.capabilities`` after the base four."""
-        return self.backend.capabilities
+        """Advertised in ``panes.capabilities`` after the base four.
+
+        ``launch-profile`` whenever the service runs, on every source, as Prowl's
+        host does: the iOS and Android apps send no command at all (not ``list``,
+        not ``agentsInput``) without it. Whether a profile can really start is
+        ``profiles``' ``availability``; a ``create`` naming one that cannot is
+        refused by the backend with the reason, and nothing is started.
+        """
+        return (LAUNCH_PROFILE, *(c for c in self.backend.capabilities if c != LAUNCH_PROFILE))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the command tasks until cancelled."""
@@ -313,7 +326,7 @@ class CommandService(CommandHandler):
         if isinstance(command, SendCommand):
             return await self._send(command, pane_id, authorized)
         if isinstance(command, CreateCommand):
-            needed = "launch-profile" if command.launch is not None else "launch-shell"
+            needed = LAUNCH_PROFILE if command.launch is not None else "launch-shell"
             if needed not in capabilities:
                 return rejected(NOT_ALLOWED)
             try:

@@ -16,9 +16,13 @@ The session wakes the writer itself (:meth:`Session.set_waker`): whoever queues
 bytes on it or closes it, from any task, never has to tell the connection.
 
 Closing: when the session closes silently (a violation, a timeout, a slow
-receiver) the tasks are cancelled at once and the transport is dropped; when it
-closes after a last message (``paired``, ``ended``) the writer flushes it first,
-for at most :data:`FLUSH_SECONDS`.
+receiver, a revoked device) the tasks are cancelled at once; when it closes
+after a last message (``paired``, ``ended``) the writer flushes it first, for
+at most :data:`FLUSH_SECONDS`. Either way the TLS connection then ends with a
+``close_notify`` alert before TCP closes (:func:`close_tls`): Prowl's Android
+app reports a close without one as the reason for the drop ("No close_notify")
+instead of the host's. Only a stream that is already broken (the peer went
+away, or a send was cut off half-way) closes without it.
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from mirror_host.host.packet_log import PacketLog
 from mirror_host.session.connection import Session
 from mirror_host.session.events import ConnectionClosed, Event
 
-__all__ = ["FLUSH_SECONDS", "Connection", "ConnectionOwner"]
+__all__ = ["CLOSE_NOTIFY_SECONDS", "FLUSH_SECONDS", "Connection", "ConnectionOwner", "close_tls"]
 
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 5.0
+#: Sending ``close_notify`` at the end; past it, TCP closes without it.
+CLOSE_NOTIFY_SECONDS = 1.0
 _RECEIVE_BYTES = 65_536
 
 Args = TypeVarTuple("Args")
@@ -127,7 +133,7 @@ class Connection:
             if not self.session.is_closed:
                 self.session.close("transport closed")
             self._report_closed()
-            await trio.aclose_forcefully(self.stream)
+            await close_tls(self.stream)
 
     async def _pump(self) -> None:
         while (event := self.session.next_event()) is not None:
@@ -188,3 +194,20 @@ class Connection:
             await trio.sleep_until(deadline)
             self.session.handle_timer(trio.current_time())
             await self._pump()
+
+
+async def close_tls(stream: trio.abc.Stream) -> None:
+    """Close gracefully: ``close_notify`` first (an ``SSLStream``), then the transport.
+
+    Shielded and bounded by :data:`CLOSE_NOTIFY_SECONDS`, so it happens on every
+    path, host stop (a cancelled nursery) included, and never hangs on a peer
+    that stopped reading.
+    """
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(CLOSE_NOTIFY_SECONDS):
+            try:
+                await stream.aclose()
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                logger.debug("closing without close_notify: %r", exc)
+        await trio.aclose_forcefully(stream)

@@ -16,6 +16,15 @@ clients rely on:
   already allows only one pending scroll (``SCROLL_BUSY`` for another) and
   queues history requests behind a capture in progress.
 
+History is answered within :data:`HISTORY_SECONDS` of its request, because
+Android gives up at 8 s and then treats a late answer as fatal. The source read
+itself runs in the hub's own nursery (it must outlive the request, not the
+host): past the answer deadline the client gets ``HISTORY_UNAVAILABLE`` while
+the read goes on for up to :data:`HISTORY_READ_SECONDS`; a read that finishes
+unwanted is kept for :data:`HISTORY_KEEP_SECONDS` and answers the next history
+request for that pane at once (:class:`~mirror_host.session.history.HistoryReads`
+decides; at most one read under way and one result kept per pane).
+
 Every source call has a deadline, and one that passes it ends in the protocol's
 own answer for that request (``SCROLL_UNAVAILABLE``, ``HISTORY_UNAVAILABLE``, a
 ``subscribed`` whose first frame comes from sampling), never in a closed
@@ -60,6 +69,7 @@ from mirror_host.panes.model import (
     POLL_SECONDS,
     Capability,
     Capture,
+    HistoryCapture,
     TextCapture,
     VTCapture,
 )
@@ -76,12 +86,15 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
+from mirror_host.session.history import HistoryReads, ReadAction
 from mirror_host.session.lease import Lease
 
 __all__ = [
     "BASE_CAPABILITIES",
     "CAPTURE_SECONDS",
     "FIRST_CAPTURE_SECONDS",
+    "HISTORY_KEEP_SECONDS",
+    "HISTORY_READ_SECONDS",
     "HISTORY_SECONDS",
     "INPUT_SECONDS",
     "LIST_SECONDS",
@@ -107,10 +120,17 @@ FIRST_CAPTURE_SECONDS = 5.0
 CAPTURE_SECONDS = 5.0
 #: Applying a scroll; past it, ``SCROLL_UNAVAILABLE: Host could not scroll``.
 SCROLL_SECONDS = 5.0
-#: A new history snapshot (a big Herdr scrollback can take seconds); past it,
-#: ``HISTORY_UNAVAILABLE``. Above Herdr's own 15 s per-request limit, so that
-#: limit's precise error is what gets logged.
-HISTORY_SECONDS = 20.0
+#: A new history snapshot is answered within this long of its request; past it,
+#: ``HISTORY_UNAVAILABLE`` (Android gives up at 8 s and treats a later answer as
+#: fatal), while the read itself goes on in the background.
+HISTORY_SECONDS = 6.0
+#: The source read behind a snapshot (a big Herdr scrollback can take seconds).
+#: Above Herdr's own 15 s per-request limit, so that limit's precise error is
+#: what gets logged.
+HISTORY_READ_SECONDS = 20.0
+#: A read that finished after its askers were answered is kept this long for
+#: the next request for the pane (a retry a few seconds later gets it at once).
+HISTORY_KEEP_SECONDS = 30.0
 #: Writing one input message to the pane; past it, that message is dropped
 #: (logged) and the next one is written.
 INPUT_SECONDS = 10.0
@@ -138,6 +158,20 @@ class _Subscription:
 
     def wake(self) -> None:
         self.wakeup.set()
+
+
+@dataclass(frozen=True, slots=True)
+class _HistoryRead:
+    """What one background history read found, and when (the snapshot's ``capturedAt``)."""
+
+    capture: HistoryCapture
+    captured_at: float
+
+
+@dataclass(eq=False)
+class _ReadUnderWay:
+    done: trio.Event = field(default_factory=trio.Event)
+    result: _HistoryRead | None = None
 
 
 @dataclass(eq=False)
@@ -170,6 +204,10 @@ class Hub:
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
         self.frames_sent = 0
+        self.history_reads: HistoryReads[_HistoryRead] = HistoryReads(
+            keep_seconds=HISTORY_KEEP_SECONDS
+        )
+        self._reads_under_way: dict[int, _ReadUnderWay] = {}
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -437,28 +475,78 @@ class Hub:
         another = True
         while another:
             sub = self._by_connection.get(connection)
-            captured = None
+            read = None
             if sub is not None and Capability.HISTORY in self.source.capabilities:
-                with trio.move_on_after(HISTORY_SECONDS) as deadline:
-                    try:
-                        captured = await self.source.history(sub.pane_id)
-                    except PaneSourceError as exc:
-                        logger.info("%s history unavailable: %s", connection.label, exc)
-                if deadline.cancelled_caught:
-                    logger.info(
-                        "%s history unavailable: no answer within %g s",
-                        connection.label,
-                        HISTORY_SECONDS,
-                    )
-            if captured is None:
+                asked = session.history_asked_at
+                answer_by = (asked if asked is not None else trio.current_time()) + HISTORY_SECONDS
+                read = await self._read_history(connection, sub.pane_id, answer_by)
+            if read is None:
                 another = session.history_unavailable()
             else:
                 another = session.history_captured(
                     uuid.uuid4(),
-                    captured.text,
-                    truncated=captured.truncated,
-                    captured_at=self._wall_clock(),
+                    read.capture.text,
+                    truncated=read.capture.truncated,
+                    captured_at=read.captured_at,
                 )
+
+    async def _read_history(
+        self, connection: Connection, pane_id: UUID, answer_by: float
+    ) -> _HistoryRead | None:
+        """The pane's history by ``answer_by``, or ``None`` (the read may go on without us)."""
+        plan = self.history_reads.ask(pane_id, trio.current_time())
+        if plan.action is ReadAction.READY:
+            return plan.result
+        if plan.action is ReadAction.START:
+            assert self._nursery is not None  # subscribed, so the hub runs
+            under_way = self._reads_under_way[plan.read] = _ReadUnderWay()
+            self._nursery.start_soon(self._background_history, pane_id, plan.read, under_way)
+        else:
+            under_way = self._reads_under_way[plan.read]
+        try:
+            with trio.move_on_at(answer_by):
+                await under_way.done.wait()
+        finally:
+            if not under_way.done.is_set():  # late, or this connection went away
+                self.history_reads.give_up(pane_id, plan.read)
+        if not under_way.done.is_set():
+            logger.info(
+                "%s history unavailable: no answer within %g s; the read goes on for the next"
+                " request",
+                connection.label,
+                HISTORY_SECONDS,
+            )
+            return None
+        return under_way.result
+
+    async def _background_history(
+        self, pane_id: UUID, read_number: int, under_way: _ReadUnderWay
+    ) -> None:
+        """One source read, in the hub's nursery; its result is kept a while if nobody waits."""
+        with trio.move_on_after(HISTORY_READ_SECONDS) as deadline:
+            try:
+                capture = await self.source.history(pane_id)
+                under_way.result = _HistoryRead(capture, self._wall_clock())
+            except PaneSourceError as exc:
+                logger.info("history of pane %s unavailable: %s", pane_id, exc)
+            except Exception:
+                # This task belongs to the hub: a source bug must not take the host down.
+                logger.exception("reading the history of pane %s failed", pane_id)
+        if deadline.cancelled_caught:
+            logger.info(
+                "history of pane %s unavailable: no answer within %g s",
+                pane_id,
+                HISTORY_READ_SECONDS,
+            )
+        del self._reads_under_way[read_number]
+        kept_until = self.history_reads.finish(
+            pane_id, read_number, under_way.result, trio.current_time()
+        )
+        under_way.done.set()
+        if kept_until is not None:
+            # Bounded: whatever nobody takes is dropped when its time is up.
+            await trio.sleep_until(kept_until)
+            self.history_reads.expire(trio.current_time())
 
     # ------------------------------------------------------------ sampling
 

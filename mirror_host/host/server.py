@@ -49,7 +49,7 @@ from mirror_host.auth.window import WINDOW_SECONDS, PairingWindow, WindowFates, 
 from mirror_host.config import Endpoint
 from mirror_host.errors import ListenError, StoreError
 from mirror_host.host.addresses import advertised_address, unreachable_advertisement
-from mirror_host.host.connection import Connection
+from mirror_host.host.connection import Connection, close_tls
 from mirror_host.host.hub import Hub
 from mirror_host.host.store import DeviceStore
 from mirror_host.host.tls import (
@@ -268,7 +268,7 @@ class Host:
             logger.warning(
                 "#%d %s refused: %d connections already", number, peer, self.max_connections
             )
-            await trio.aclose_forcefully(ssl_stream)
+            await close_tls(ssl_stream)
             return
         session = Session(
             host_id=self.registry.host_id,

@@ -210,7 +210,10 @@ class Session:
         self._subscribe_pending = False
         self._command_in_flight: Command | None = None
         self._history_capturing = False
-        self._history_waiting: deque[History] = deque()
+        #: History requests waiting behind a capture, with when each arrived.
+        self._history_waiting: deque[tuple[History, float]] = deque()
+        #: When the request the capture under way answers arrived (its client's clock starts then).
+        self.history_asked_at: float | None = None
         self._waker: Callable[[], None] | None = None
         self._next_ping = now + HEARTBEAT_SECONDS
         self._idle_deadline = now + IDLE_TIMEOUT_SECONDS
@@ -533,7 +536,8 @@ class Session:
     def _answer_waiting_history(self) -> bool:
         try:
             while self._history_waiting and not self._history_capturing:
-                self._answer_history(self._history_waiting.popleft(), announce=False)
+                message, arrived = self._history_waiting.popleft()
+                self._answer_history(message, arrived, announce=False)
         except RemoteProtocolError as exc:
             self._close(f"protocol error: {exc}")
         return self._history_capturing and not self.is_closed
@@ -693,15 +697,16 @@ class Session:
             # Answered in request order: after the capture under way.
             if len(self._history_waiting) >= MAX_WAITING_HISTORY_REQUESTS:
                 raise ProtocolViolation("too many history requests waiting for a capture")
-            self._history_waiting.append(message)
+            self._history_waiting.append((message, now))
             return
-        self._answer_history(message)
+        self._answer_history(message, now)
 
-    def _answer_history(self, message: History, *, announce: bool = True) -> None:
+    def _answer_history(self, message: History, arrived: float, *, announce: bool = True) -> None:
         lease = self.lease
         assert lease is not None
         if message.history_id is None:
             self._history_capturing = True
+            self.history_asked_at = arrived
             if announce:
                 self._events.append(HistoryRequested(lease.subscription_id, lease.pane_id))
             return

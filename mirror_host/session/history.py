@@ -1,20 +1,36 @@
-"""Frozen history snapshots and their 200-line pages (docs/protocol.md §4.5). Pure.
+"""Frozen history snapshots, their 200-line pages, and the reads behind them. Pure.
 
 A snapshot keeps the newest 2 MiB of UTF-8 (a split leading character is
 dropped), is split on ``\\n`` and never changes. Pages are the 200 lines just
 before an offset, so a client walking backwards sees contiguous pages that end
-exactly where the previous one began.
+exactly where the previous one began (docs/protocol.md §4.5).
+
+:class:`HistoryReads` decides, per pane, whether a new snapshot starts a source
+read, waits for the one under way, or takes one that finished after its asker
+had been told ``HISTORY_UNAVAILABLE`` (Android gives up at 8 s, so the host
+answers within 6 s and lets a slow read finish in the background).
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 from uuid import UUID
 
 from mirror_host.errors import ProtocolViolation
 from mirror_host.panes.model import MAX_HISTORY_BYTES
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "PAGE_LINES", "HistorySnapshot", "keep_newest_utf8"]
+__all__ = [
+    "MAX_SNAPSHOT_BYTES",
+    "PAGE_LINES",
+    "HistoryPlan",
+    "HistoryReads",
+    "HistorySnapshot",
+    "ReadAction",
+    "keep_newest_utf8",
+]
 
 MAX_SNAPSHOT_BYTES = MAX_HISTORY_BYTES
 PAGE_LINES = 200
@@ -73,3 +89,107 @@ class HistorySnapshot:
             raise ProtocolViolation(f"history offset {end} is outside 0 … {self.total}")
         start = max(0, end - PAGE_LINES)
         return start, self.lines[start:end]
+
+
+T = TypeVar("T")
+
+
+class ReadAction(enum.Enum):
+    """What one new-snapshot request does about the pane's source read."""
+
+    #: Nothing under way or kept: start a read (``HistoryPlan.read`` names it).
+    START = "start"
+    #: A read is under way: wait for that one (never a second read of the pane).
+    JOIN = "join"
+    #: A read finished after its askers stopped waiting: answer with it at once.
+    READY = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPlan(Generic[T]):
+    """The answer of :meth:`HistoryReads.ask`."""
+
+    action: ReadAction
+    #: The read to start or join (``START``, ``JOIN``).
+    read: int = 0
+    #: The kept result (``READY``).
+    result: T | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    read: int
+    waiters: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept(Generic[T]):
+    result: T
+    until: float
+
+
+class HistoryReads(Generic[T]):
+    """Per pane, at most one source read under way and one finished result kept.
+
+    A read's askers each wait a bounded time; whoever is still waiting when it
+    finishes gets its result. A read that finishes with nobody waiting (they
+    were all answered ``HISTORY_UNAVAILABLE``) is kept for ``keep_seconds``
+    and answers the next request for that pane at once, which takes it. A
+    failed read keeps nothing. The caller runs the reads and calls
+    :meth:`finish` for each; :meth:`expire` drops what outlived its time.
+    """
+
+    def __init__(self, *, keep_seconds: float) -> None:
+        self.keep_seconds = keep_seconds
+        self._pending: dict[Hashable, _Pending] = {}
+        self._kept: dict[Hashable, _Kept[T]] = {}
+        self._reads = 0
+
+    def ask(self, pane: Hashable, now: float) -> HistoryPlan[T]:
+        """A new snapshot is asked for ``pane``: start, join, or take a kept result."""
+        self.expire(now)
+        kept = self._kept.pop(pane, None)
+        if kept is not None:
+            return HistoryPlan(ReadAction.READY, result=kept.result)
+        pending = self._pending.get(pane)
+        if pending is not None:
+            pending.waiters += 1
+            return HistoryPlan(ReadAction.JOIN, read=pending.read)
+        self._reads += 1
+        self._pending[pane] = _Pending(self._reads, waiters=1)
+        return HistoryPlan(ReadAction.START, read=self._reads)
+
+    def give_up(self, pane: Hashable, read: int) -> None:
+        """One asker of ``read`` stopped waiting (answered without it, or gone)."""
+        pending = self._pending.get(pane)
+        if pending is not None and pending.read == read and pending.waiters > 0:
+            pending.waiters -= 1
+
+    def finish(self, pane: Hashable, read: int, result: T | None, now: float) -> float | None:
+        """``read`` ended with ``result`` (``None``: it failed).
+
+        Returns when the result stops being kept, if it is kept (nobody was
+        still waiting for it); ``None`` when the waiters take it or it failed.
+        """
+        pending = self._pending.get(pane)
+        if pending is None or pending.read != read:
+            return None
+        del self._pending[pane]
+        if pending.waiters > 0 or result is None:
+            return None
+        until = now + self.keep_seconds
+        self._kept[pane] = _Kept(result, until)
+        return until
+
+    def expire(self, now: float) -> None:
+        """Drop kept results whose time is up."""
+        for pane in [p for p, kept in self._kept.items() if kept.until <= now]:
+            del self._kept[pane]
+
+    def pending(self, pane: Hashable) -> bool:
+        """Whether a read of ``pane`` is under way."""
+        return pane in self._pending
+
+    def kept(self, pane: Hashable) -> bool:
+        """Whether a finished result for ``pane`` waits to be taken."""
+        return pane in self._kept

@@ -1422,6 +1422,45 @@ class FakeHerdr:
         pane.title = title
         self._emit("pane_updated", {"pane": self._pane_info(pane)})
 
+    def move_pane(self, pane_id: str, tab_id: str) -> str:
+        """Move a live pane to the end of another tab, as Herdr's ``pane.move`` does; its new id.
+
+        The program and ``terminal_id`` stay; the pane id changes when the tab is
+        in another workspace (``w2:p1``: ids are numbered per workspace), and
+        ``pane.moved`` carries ``previous_pane_id`` (herdr.md §1.3). Until a
+        client re-reads the session, the old id gets ``pane_not_found``. (Only
+        the test API: ``pane.move``'s own parameters are not documented.)
+        """
+        pane = self._live_pane(pane_id)
+        target = self._tabs.get(tab_id)
+        if target is None:
+            raise KeyError(f"no tab {tab_id}")
+        source = pane.tab
+        source.panes.remove(pane)
+        if source.active_pane is pane:
+            source.active_pane = source.panes[0] if source.panes else None
+        if target.workspace is not source.workspace:
+            workspace = target.workspace
+            new_id = f"{workspace.workspace_id}:p{workspace.next_pane}"
+            workspace.next_pane += 1
+            del self._panes[pane_id]
+            self._panes[new_id] = pane
+            self._inputs[new_id] = self._inputs.pop(pane_id, bytearray())
+            pane.pane_id = new_id
+        pane.tab = target
+        target.panes.append(pane)
+        if target.active_pane is None:
+            target.active_pane = pane
+        pane.notify()
+        self._emit("pane_moved", {"pane": self._pane_info(pane), "previous_pane_id": pane_id})
+        self._emit("layout_updated", {"layout": self._layout(source)})
+        self._emit("layout_updated", {"layout": self._layout(target)})
+        return pane.pane_id
+
+    def scroll_pane(self, pane_id: str, offset_from_bottom: int) -> None:
+        """The operator scrolls the pane in Herdr's own UI (any protocol; no API call)."""
+        self._scroll_to(self._live_pane(pane_id), offset_from_bottom)
+
     async def close_pane(self, pane_id: str) -> None:
         """Close a pane as ``pane.close`` does: kill its programs, emit ``pane.closed``."""
         pane = self._live_pane(pane_id)
@@ -2407,14 +2446,18 @@ class FakeHerdr:
 
     async def _pane_scroll(self, params: dict[str, Any]) -> dict[str, Any]:
         pane = self._pane(params["pane_id"])
+        self._scroll_to(pane, params["offset_from_bottom"])
+        return {"type": "pane_info", "pane": self._pane_info(pane)}
+
+    @staticmethod
+    def _scroll_to(pane: _Pane, offset_from_bottom: int) -> None:
+        """Herdr clamps an offset past the oldest row to the top."""
         screen = pane.screen
-        before = _scroll_info(screen)
-        offset = min(params["offset_from_bottom"], before["max_offset_from_bottom"])
+        offset = min(offset_from_bottom, _scroll_info(screen)["max_offset_from_bottom"])
         screen.scroll_to_bottom()
         if offset:
             screen.scroll_viewport(-offset)
         pane.notify()
-        return {"type": "pane_info", "pane": self._pane_info(pane)}
 
     def _agent_target(self, target: str) -> _Pane:
         pane = self._panes.get(target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import login
+from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.config import Profile
 from tests.integration.agent_helpers import (
     FakeAgent,
@@ -79,11 +81,17 @@ async def test_list_profiles_and_task_status(
             for item in data["items"]:
                 assert set(item) == {"worktree", "tab", "pane", "task"}
                 assert set(item["tab"]) == {"id", "title", "selected"}
+                # Android parses every item's pane.id as a UUID until it finds its pane.
+                assert str(uuid.UUID(item["pane"]["id"])).upper() == item["pane"]["id"]
+                assert isinstance(item["task"], dict)
 
             catalogue = await command(client, c.ProfilesCommand())
             assert catalogue["schema_version"] == "prowl.cli.profiles.v1"
             status = {p["id"]: p["availability"]["status"] for p in catalogue["data"]["profiles"]}
             assert status == {"fake": "available", "ghost": "unavailable"}
+            for entry in catalogue["data"]["profiles"]:
+                assert set(entry) == {"id", "name", "enabled", "runtime", "availability"}
+                assert isinstance(entry["enabled"], bool)
         listing: set[str] = set()
         async with phone_on(setup, advertised=listing) as (phone, sub):
             assert "launch-profile" in listing
@@ -109,6 +117,10 @@ async def new_pane_id(result: dict[str, Any]) -> str:
     assert result["command"] == "create" and result["schema_version"] == "prowl.cli.create.v1"
     target = result["data"]["target"]
     assert set(target) == {"worktree", "tab", "pane"}
+    # What Android reads before it subscribes to the new pane (prowl-clients.md).
+    assert isinstance(target["pane"]["title"], str)
+    assert {"id", "name", "path", "root_path"} <= set(target["worktree"])
+    uuid.UUID(target["pane"]["id"])
     return str(target["pane"]["id"])
 
 
@@ -174,3 +186,59 @@ async def test_create_a_shell_and_an_agent_with_its_first_prompt(
             )
             assert missing["error"]["code"] == "PROFILE_NOT_FOUND"
         assert setup.agent.received() == b""  # nothing reached the first agent
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_launch_profile_is_advertised_with_no_agent_installed(
+    state_dir: Path, repo: Path, kind: str
+) -> None:
+    """A phone can still send commands; a profile that cannot start is refused, nothing runs."""
+    ghost = Profile(id="ghost", name="Ghost", agent="no-such-agent-anywhere")
+    async with rig(kind, state_dir, cwd=repo, profiles=(ghost,)) as setup:
+        listing: set[str] = set()
+        async with phone_on(setup, advertised=listing):
+            assert {"launch-profile", "agent-input"} <= listing
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            catalogue = await command(client, c.ProfilesCommand())
+            assert catalogue["data"]["profiles"][0]["availability"] == {
+                "status": "unavailable",
+                "reason": "no-such-agent-anywhere is not on your shell's PATH",
+            }
+            before = {item["pane"]["id"] for item in (await command(client, c.ListCommand()))[
+                "data"]["items"]}  # fmt: skip
+            refused = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=str(repo),
+                    launch=c.Launch(profile="ghost", prompt="hello"),
+                    background=True,
+                ),
+            )
+            assert refused["ok"] is False and refused["command"] == "create"
+            assert refused["error"] == {
+                "code": "PROFILE_UNAVAILABLE",
+                "message": "Agent Profile “Ghost” cannot start on Host: "
+                "no-such-agent-anywhere is not on your shell's PATH.",
+            }
+            after = {item["pane"]["id"] for item in (await command(client, c.ListCommand()))[
+                "data"]["items"]}  # fmt: skip
+            assert after == before  # nothing was started
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_shell_send_is_advertised_only_where_send_works(state_dir: Path, kind: str) -> None:
+    """With `shell-send` a phone's Send on a shell pane is a `send`; without it, none is made."""
+    async with rig(kind, state_dir) as setup:
+        listing: set[str] = set()
+        async with phone_on(setup, setup.shell, advertised=listing) as (phone, sub):
+            answer = await command(
+                phone,
+                c.SendCommand(
+                    pane=str(setup.shell).upper(), text="", trailing_enter=False,
+                    source="argv", wait=False, capture_output=False,
+                ),
+                sub=sub,
+            )  # fmt: skip
+        refused = answer.get("error", {}).get("message") == SEND_REFUSED
+        assert refused is ("shell-send" not in listing), (listing, answer)

@@ -150,6 +150,12 @@ async def test_list_and_profiles(
             by_id = {p["id"]: p for p in catalogue["data"]["profiles"]}
             assert by_id["cc"]["availability"] == {"status": "available"}
             assert by_id["ghost"]["availability"]["status"] == "unavailable"
+            for entry in by_id.values():
+                assert set(entry) == {"id", "name", "enabled", "runtime", "availability"}
+            # Android parses every item's pane.id as a UUID until it finds its pane.
+            for item in data["items"]:
+                assert str(uuid.UUID(item["pane"]["id"])).upper() == item["pane"]["id"]
+                assert isinstance(item["task"], dict)
 
 
 async def test_create_shell_and_agent_tabs(
@@ -184,6 +190,11 @@ async def test_create_shell_and_agent_tabs(
                 "agent": "claude",
             }
             new_pane = launched["data"]["target"]["pane"]["id"]
+            for created in (shell, launched):  # what Android reads before it subscribes
+                target = created["data"]["target"]
+                uuid.UUID(target["pane"]["id"])
+                assert isinstance(target["pane"]["title"], str)
+                assert {"id", "name", "path", "root_path"} <= set(target["worktree"])
             assert fake.requests_for("agent.start") and fake.requests_for("agent.prompt")
             assert any(
                 req["params"]["text"] == "hello agent" for req in fake.requests_for("agent.prompt")
@@ -214,6 +225,71 @@ async def test_create_shell_and_agent_tabs(
             )
             assert no_profile["error"]["code"] == "PROFILE_NOT_FOUND"
             assert new_pane
+
+
+def created_tabs(fake: FakeHerdr) -> list[dict[str, Any]]:
+    """``tab.create`` requests other than the host's feature probe."""
+    return [
+        r for r in fake.requests_for("tab.create")
+        if r["params"].get("workspace_id") != "mirror-host-probe"
+    ]  # fmt: skip
+
+
+async def test_launch_profile_is_advertised_with_no_profile_installed(state_dir: Path) -> None:
+    ghost = Profile(id="ghost", name="Ghost", agent="no-such-agent")
+    async with command_host(state_dir, profiles=(ghost,)) as (host, fake, ids):
+        async with login("127.0.0.1", port_of(host), await paired(host)) as client:
+            listing = await list_panes(client)
+            assert "launch-profile" in listing.capabilities
+            catalogue = await run(client, c.ProfilesCommand())
+            assert catalogue["data"]["profiles"][0]["availability"]["status"] == "unavailable"
+            refused = await run(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=ids["workspace"],
+                    launch=c.Launch(profile="ghost"),
+                    background=True,
+                ),
+            )
+            assert refused["error"]["code"] == "PROFILE_UNAVAILABLE", refused
+            assert "Ghost" in refused["error"]["message"]
+            assert created_tabs(fake) == []  # nothing was started
+            commands_backend = host.hub.commands
+            assert isinstance(commands_backend, CommandService)
+            backend = commands_backend.backend
+            assert isinstance(backend, HerdrCommands)
+            backend._has_agent_start = False  # an older Herdr: no agent.start
+            monkey = Profile(id="sh", name="Shell agent", agent="sh")
+            backend.profiles_table = (monkey,)
+            older = await run(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=ids["workspace"],
+                    launch=c.Launch(profile="sh"),
+                    background=True,
+                ),
+            )
+            assert older["error"]["code"] == "PROFILE_UNAVAILABLE", older
+            assert "agent.start" in older["error"]["message"]
+            assert created_tabs(fake) == []
+
+
+async def test_agent_input_reaches_an_agent_whose_pane_moved(state_dir: Path) -> None:
+    """The reply box works right after the pane moved, before the host's next snapshot."""
+    async with command_host(state_dir) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            fake.delay_method("session.snapshot", 1.0)
+            moved = fake.move_pane(ids["agent"], fake.add_tab(ids["empty"], "moved"))
+            result = await run(phone, c.AgentsInputCommand(pane=str(pane), prompt="hi"), sub=sub)
+            assert result["ok"] is True, result
+            targets = [r["params"]["target"] for r in fake.requests_for("agent.prompt")]
+            assert targets == [moved]
+            fake.clear_delay()
 
 
 async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
@@ -280,6 +356,39 @@ async def test_blocked_or_agentless_panes_get_nothing(state_dir: Path) -> None:
             )
             assert result["error"]["code"] == "AGENT_NOT_FOUND"
             assert fake.received_input(ids["shell"]) == b""
+
+
+async def test_prompts_over_64_kib_are_refused(state_dir: Path) -> None:
+    """Prowl's limit for an agent or create prompt: 65,536 UTF-8 bytes."""
+    async with command_host(state_dir) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            too_long = "é" * 32_768 + "x"  # 65,537 bytes
+            refused = await run(
+                phone, c.AgentsInputCommand(pane=str(pane), prompt=too_long), sub=sub
+            )
+            assert refused["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Invalid dispatch target or prompt size.",
+            }
+            at_limit = await run(
+                phone, c.AgentsInputCommand(pane=str(pane), prompt="é" * 32_768), sub=sub
+            )
+            assert at_limit["ok"] is True, at_limit
+        async with login("127.0.0.1", port_of(host), await paired(host, "Mac")) as mac:
+            create = c.CreateCommand(
+                resource="tab",
+                worktree_id=ids["workspace"],
+                launch=c.Launch(profile="cc", prompt=too_long),
+                background=True,
+            )
+            assert (await run(mac, create))["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Choose a valid Host Profile and a prompt within the size limit.",
+            }
+        assert not [r for r in fake.requests_for("agent.prompt") if r["params"]["text"] == too_long]
 
 
 async def test_send_is_refused_and_disallowed_commands_close(state_dir: Path) -> None:

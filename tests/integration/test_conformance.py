@@ -24,7 +24,9 @@ from mirror_host.auth.login import check_device_login, check_pairing
 from mirror_host.client.address import HostAddress
 from mirror_host.client.attach import AttachError, AttachOptions, obtain_credential
 from mirror_host.client.chooser import LOCKED_OUT, NOT_PROWL
+from mirror_host.client.conformance import checks_clients as clients_module
 from mirror_host.client.conformance import checks_features as features
+from mirror_host.client.conformance import rules as rules_module
 from mirror_host.client.conformance.probe import SuiteAborted
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
@@ -38,6 +40,7 @@ from mirror_host.control import (
     Ping,
     Representation,
     Scroll,
+    ScrollState,
     Subscribe,
     encode_control,
 )
@@ -496,6 +499,149 @@ async def test_a_long_history_is_walked_in_part_then_checked_at_line_0(state_dir
     result = results["history.pages"]
     assert result.status is Status.PASSED, _statuses(results)
     assert "in 20 contiguous pages, then the oldest (before line " in result.detail
+
+
+# ---------------------------------------------------------------- what Prowl's own apps require
+
+
+def _launch_profile_withheld(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command service advertises only what the backend lists (no launch-profile)."""
+    monkeypatch.setattr(
+        CommandService, "capabilities", property(lambda self: self.backend.capabilities)
+    )
+
+
+def _panes_pushed_on_subscribe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host tells every new subscriber the pane list again, unasked."""
+    original = Session.grant_lease
+
+    def grant(self: Session, lease: Any, **kwargs: Any) -> Any:
+        sequence = original(self, lease, **kwargs)
+        self.send_panes((), ("vt-v1", "text-v1"), kwargs["host_run_id"])
+        return sequence
+
+    monkeypatch.setattr(Session, "grant_lease", grant)
+
+
+def _slow_history_answered_late(monkeypatch: pytest.MonkeyPatch, *, seconds: float) -> None:
+    """The source takes ``seconds`` per history read, and the host waits for it."""
+    original = LocalSource.history
+
+    async def slow(self: LocalSource, pane_id: Any) -> Any:
+        await trio.sleep(seconds)
+        return await original(self, pane_id)
+
+    monkeypatch.setattr(LocalSource, "history", slow)
+    monkeypatch.setattr(hub_module, "HISTORY_SECONDS", 60.0)
+
+
+def _frames_without_scroll_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first frame of a lease gets its scrollState."""
+    original = Session._queue
+
+    def queue(self: Session, message: Any) -> None:
+        if isinstance(message, ScrollState) and message.sequence >= 2:
+            return
+        original(self, message)
+
+    monkeypatch.setattr(Session, "_queue", queue)
+
+
+def _scroll_state_sent_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scrollState goes out twice before its frame."""
+    original = Session._queue
+
+    def queue(self: Session, message: Any) -> None:
+        original(self, message)
+        if isinstance(message, ScrollState):
+            original(self, message)
+
+    monkeypatch.setattr(Session, "_queue", queue)
+
+
+@pytest.mark.slow
+async def test_mirror_host_keeps_what_the_clients_require(state_dir: Path) -> None:
+    results = await run_against(state_dir, ("clients.*",), commands=True)
+    assert {n: r.status for n, r in results.items()} == dict.fromkeys(
+        ("pair.enroll", "clients.launch-profile", "clients.history-8s",
+         "clients.panes-unasked", "clients.scroll-state"), Status.PASSED,
+    ), _statuses(results)  # fmt: skip
+
+
+async def test_command_capabilities_without_launch_profile_fail(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _launch_profile_withheld(reset_patches)
+    results = await run_against(state_dir, ("clients.launch-profile",), commands=True)
+    result = results["clients.launch-profile"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "advertises launch-shell but not launch-profile" in result.detail
+    assert "send no command at all" in result.detail
+
+
+async def test_a_host_without_commands_skips_the_launch_profile_check(state_dir: Path) -> None:
+    results = await run_against(state_dir, ("clients.launch-profile",))
+    assert results["clients.launch-profile"].status is Status.SKIPPED, _statuses(results)
+
+
+async def test_unasked_panes_fail(state_dir: Path, reset_patches: pytest.MonkeyPatch) -> None:
+    _panes_pushed_on_subscribe(reset_patches)
+    results = await run_against(state_dir, ("clients.panes-unasked",), wait=FAULT_WAIT)
+    result = results["clients.panes-unasked"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "`panes` that answers no `list`" in result.detail
+    assert "a second `subscribe` on a connection closes it" in result.detail
+
+
+async def test_history_answered_after_androids_limit_fails(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    # Scaled down: the app's 8 s becomes 1 s, the host's answer comes after 2 s.
+    reset_patches.setattr(rules_module, "ANDROID_HISTORY_SECONDS", 1.0)
+    reset_patches.setattr(clients_module, "ANDROID_HISTORY_SECONDS", 1.0)
+    _slow_history_answered_late(reset_patches, seconds=2.0)
+    results = await run_against(state_dir, ("clients.history-8s",), wait=FAULT_WAIT)
+    result = results["clients.history-8s"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "a new history snapshot was answered after 2." in result.detail
+    assert "treats the late `historyPage` or `HISTORY_UNAVAILABLE` as fatal" in result.detail
+
+
+@pytest.mark.slow
+async def test_a_10_s_history_read_still_passes_the_8_s_check(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    original = LocalSource.history
+
+    async def slow(self: LocalSource, pane_id: Any) -> Any:
+        await trio.sleep(10.0)
+        return await original(self, pane_id)
+
+    reset_patches.setattr(LocalSource, "history", slow)
+    results = await run_against(state_dir, ("clients.history-8s",))
+    result = results["clients.history-8s"]
+    assert result.status is Status.PASSED, _statuses(results)
+    assert result.detail.startswith("answered with HISTORY_UNAVAILABLE after 6.")
+
+
+async def test_a_frame_without_its_scroll_state_fails(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _frames_without_scroll_state(reset_patches)
+    results = await run_against(state_dir, ("clients.scroll-state",), wait=FAULT_WAIT)
+    result = results["clients.scroll-state"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "frame 2 came without its `scrollState`" in result.detail
+
+
+async def test_two_scroll_states_before_a_frame_fail(
+    state_dir: Path, reset_patches: pytest.MonkeyPatch
+) -> None:
+    _scroll_state_sent_twice(reset_patches)
+    results = await run_against(state_dir, ("clients.scroll-state",), wait=FAULT_WAIT)
+    result = results["clients.scroll-state"]
+    assert result.status is Status.FAILED, _statuses(results)
+    assert "two `scrollState`s (1, then 1) before one frame" in result.detail
 
 
 # ---------------------------------------------------------------- correct hosts, other choices

@@ -244,6 +244,11 @@ async def test_scroll_right_after_output_the_host_has_not_listed(
     # output is no event: keep it from being read, so the scrollback printed
     # below is news to the host when the phone scrolls.
     monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    # Nor may pane.scroll_changed tell it (as it would since that event is
+    # followed): this is about a position the host has not heard of at all.
+    monkeypatch.setattr(
+        discovery_module.HerdrDiscovery, "_followed_scroll", lambda self: frozenset()
+    )
     # However long a loaded machine takes, the scroll waits for the stream's new view.
     monkeypatch.setattr(herdr_source_module, "_SCROLL_FRAME_SECONDS", 10.0)
     async with fake_herdr(state_dir, protocol=22) as fake:
@@ -379,3 +384,67 @@ async def test_event_stream_follows_the_agent_panes(state_dir: Path) -> None:
             with trio.fail_after(10):
                 while watched() != {pane_id}:
                     await trio.sleep(0.05)
+
+
+async def test_typing_reaches_a_pane_that_moved_to_another_workspace(state_dir: Path) -> None:
+    """Input goes to the pane's new id, once Herdr says the old one is not found."""
+    async with fake_herdr(state_dir) as fake:
+        old_id = await add_demo(fake)
+        elsewhere = fake.add_tab(fake.add_workspace("web", cwd="/tmp"), "moved here")
+        async with herdr_host(state_dir, fake) as (_host, client, _source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id)
+            await client.send(c.Input(data=b"echo before-$((1+1))\r", subscription_id=sub))
+            await frame_containing(client, sub, "before-2")
+            # The host's next snapshot (after the move) is slow: its record is stale.
+            fake.delay_method("session.snapshot", 1.0)
+            new_id = fake.move_pane(old_id, elsewhere)
+            assert new_id != old_id and new_id.startswith("w2:")
+            await client.send(c.Input(data=b"echo moved-$((3+4))\r", subscription_id=sub))
+            await frame_containing(client, sub, "moved-7")
+            assert b"echo moved" in fake.received_input(new_id)
+            sent_to = [r["params"]["pane_id"] for r in fake.requests_for("pane.send_text")]
+            assert sent_to[-2:] == [old_id, new_id]  # tried, re-resolved, retried once
+            fake.clear_delay()
+            await client.send(c.ListPanes())  # still holding the pane, nothing ended
+            listing = await client.expect(c.Panes)
+            assert isinstance(listing, c.Panes) and listing.panes[0].id == pane.id
+
+
+async def test_scroll_bounds_follow_herdr_between_scrolls(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator scrolls the pane at the host: the phone's scrollState follows at once."""
+    monkeypatch.setattr(discovery_module, "_SAFETY_POLL_SECONDS", 3600.0)
+    async with fake_herdr(state_dir, protocol=20) as fake:
+        herdr_pane = await add_demo(fake, "seq 1 300; exec sleep 120")
+        async with herdr_host(state_dir, fake) as (_host, client, source):
+            pane = (await list_panes(client)).panes[0]
+            sub = await subscribe(client, pane.id, include_scroll_state=True)
+            await frame_containing(client, sub, "300")
+
+            def followed() -> set[str]:
+                requests = fake.requests_for("events.subscribe")
+                latest = requests[-1]["params"]["subscriptions"] if requests else []
+                return {s["pane_id"] for s in latest if s["type"] == "pane.scroll_changed"}
+
+            with trio.fail_after(10):
+                while followed() != {herdr_pane}:
+                    await trio.sleep(0.05)
+            await trio.sleep(0.3)  # the new stream is up (its ack came back)
+            # No snapshot can tell the host from here on: only the event can.
+            fake.delay_method("session.snapshot", 60.0)
+            fake.scroll_pane(herdr_pane, 40)  # Herdr 0.8 has no pane.scroll: the mouse wheel
+            with trio.fail_after(10):
+                while True:
+                    state = await client.receive()
+                    if isinstance(state, VTFramePacket):
+                        await client.send(
+                            c.Acknowledge(sequence=state.sequence, subscription_id=sub)
+                        )
+                    elif isinstance(state, c.ScrollState) and state.at_bottom is False:
+                        break
+            assert (state.at_top, state.at_bottom) == (False, False)
+            assert source.pane_record(pane.id).offset_from_bottom == 40
+            assert fake.holding("session.snapshot") <= 1  # none answered meanwhile
+            fake.clear_delay()

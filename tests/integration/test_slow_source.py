@@ -1,10 +1,12 @@
-"""A slow pane source never breaks a connection (issue 10), end to end.
+"""A slow pane source never breaks a connection (issues 10 and 16), end to end.
 
 Real TLS, the real host and the faithful fake Herdr, holding its history reads
 (``pane.read`` of ``recent``) for 10 s as a loaded Herdr with a big scrollback
 does. What is checked is order, not speed: typed input comes back as a frame
 while the history read is still being held, the host keeps pinging through it,
-and the page arrives afterwards on a connection that is still up.
+the phone is told ``HISTORY_UNAVAILABLE`` while Herdr still holds the read (so
+before 10 s: Android gives up at 8), and a retry once Herdr answered gets the
+page at once, from that same read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 import trio
 
 from mirror_host import control as c
+from mirror_host.session.connection import HISTORY_UNAVAILABLE
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.mirror_helpers import frame_containing, list_panes, subscribe
 from tests.integration.test_herdr import add_demo, fake_herdr, herdr_host
@@ -48,11 +51,31 @@ async def test_input_shows_while_herdr_answers_history_10_s_late(state_dir: Path
             await client.send(c.Input(data=b"echo during-$((2+2))\r", subscription_id=sub))
             await frame_containing(client, sub, "during-4")
             assert fake.holding("pane.read") == 1, "typed input waited for the history read"
-            # Keep acknowledging until the held read is answered.
-            page = None
+            # Keep acknowledging until the host answers the history request.
+            failure = None
             with trio.fail_after(HISTORY_DELAY + 20):
-                while page is None:
+                while failure is None:
                     item = await client.receive(timeout=HISTORY_DELAY + 20)
+                    if isinstance(item, VTFramePacket | TextFramePacket):
+                        await client.send(
+                            c.Acknowledge(sequence=item.sequence, subscription_id=sub)
+                        )
+                    elif isinstance(item, c.Failure):
+                        failure = item
+                    else:
+                        assert isinstance(item, c.Ping | c.Pong), item
+            assert failure == c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)
+            assert fake.holding("pane.read") == 1, "the answer waited for Herdr's read"
+            assert client.pings_received - pings_before >= 2  # heartbeats went on
+            with trio.fail_after(HISTORY_DELAY + 10):
+                while fake.holding("pane.read"):  # Herdr answers the read in the end
+                    await trio.sleep(0.05)
+            reads = len([r for r in fake.requests_for("pane.read") if history_reads(r["params"])])
+            await client.send(c.History(subscription_id=sub))  # the phone's retry
+            page = None
+            with trio.fail_after(5):
+                while page is None:
+                    item = await client.receive(timeout=5)
                     if isinstance(item, VTFramePacket | TextFramePacket):
                         await client.send(
                             c.Acknowledge(sequence=item.sequence, subscription_id=sub)
@@ -62,7 +85,10 @@ async def test_input_shows_while_herdr_answers_history_10_s_late(state_dir: Path
                     else:
                         assert isinstance(item, c.Ping | c.Pong), item
             assert any("before-2" in line for line in page.lines)
-            assert client.pings_received - pings_before >= 3  # heartbeats went on
+            assert fake.holding("pane.read") == 0, "the retry waited for a new read"
+            assert reads == len(
+                [r for r in fake.requests_for("pane.read") if history_reads(r["params"])]
+            ), "the retry read Herdr again instead of taking the finished read"
             await client.send(c.ListPanes())
             assert isinstance(await client.expect(c.Panes), c.Panes)  # still up
             assert b"during" in fake.received_input(pane)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import uuid
 from functools import partial
@@ -413,3 +414,18 @@ async def test_failed_handshakes_are_logged_in_words(
 async def _handshake_only(port: int, identity: str, key: bytes) -> None:
     async with open_client("127.0.0.1", port, identity, key):
         pass
+
+
+async def test_the_host_keeps_tcp_alive_as_the_apps_do(state_dir: Path) -> None:
+    """Prowl's iPhone and Mac apps keep TCP alive with a 15 s idle time; so does the host."""
+    async with running_host(state_dir) as host:
+        async with login("127.0.0.1", port_of(host), await paired(host)) as client:
+            await client.send(ListPanes())
+            await client.expect(Panes)
+            (connection,) = host.connections
+            stream = connection.stream
+            assert isinstance(stream, trio.SSLStream)
+            sock = stream.transport_stream.socket  # type: ignore[attr-defined]
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            if hasattr(socket, "TCP_KEEPIDLE"):
+                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 15

@@ -10,7 +10,7 @@ seconds of protocol time cost nothing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
@@ -134,8 +134,10 @@ class Peer:
 
 
 @asynccontextmanager
-async def hub_with(source: PaneSource) -> AsyncIterator[tuple[Hub, Owner, trio.Nursery]]:
-    hub = Hub(source, wall_clock=lambda: 1_800_000_000.0)
+async def hub_with(
+    source: PaneSource, *, wall_clock: Callable[[], float] = lambda: 1_800_000_000.0
+) -> AsyncIterator[tuple[Hub, Owner, trio.Nursery]]:
+    hub = Hub(source, wall_clock=wall_clock)
     owner = Owner(hub)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(hub.run)

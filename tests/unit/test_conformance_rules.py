@@ -7,19 +7,22 @@ import uuid
 
 import pytest
 
+from mirror_host.client.conformance.ledger import FrameLedger, FrameView
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.rules import (
     PAGE_LINES,
     choose_pane,
     exit_status,
+    history_answer_problem,
     last_page_end,
+    launch_profile_problem,
     moved_up,
     page_problem,
     same_snapshot,
     view_rows,
 )
 from mirror_host.client.conformance.suite import CHECKS, Check
-from mirror_host.control import HistoryPage, PaneDescriptor
+from mirror_host.control import HistoryPage, PaneDescriptor, Representation
 
 LEASE = uuid.UUID(int=1)
 SNAPSHOT = uuid.UUID(int=2)
@@ -151,3 +154,66 @@ def test_timeouts_grow_with_wait() -> None:
     assert check.timeout(30.0) == 95.0
     for check in CHECKS:
         assert check.timeout(60.0) - check.timeout(5.0) >= 55.0, check.name
+
+
+# ---------------------------------------------------------------- Prowl's own apps
+
+
+def test_command_capabilities_need_launch_profile() -> None:
+    assert launch_profile_problem(("vt-v1", "text-v1")) is None  # no command service
+    everything = ("launch-profile", "launch-shell", "agents-dispatch", "agent-input")
+    assert launch_profile_problem(everything) is None
+    problem = launch_profile_problem(("vt-v1", "agents-dispatch", "agent-input"))
+    assert problem is not None
+    assert problem.startswith("the host advertises agents-dispatch, agent-input but not")
+    assert "send no command at all" in problem
+
+
+def test_history_must_be_answered_before_android_gives_up() -> None:
+    assert history_answer_problem(0.1, 20.0) is None
+    assert history_answer_problem(8.0, 20.0) is None
+    late = history_answer_problem(8.5, 20.0)
+    assert late is not None and late.startswith("a new history snapshot was answered after 8.5 s")
+    never = history_answer_problem(None, 20.0)
+    assert never is not None and "answered not within 20 s" in never
+
+
+def _scroll_ledger() -> FrameLedger:
+    return FrameLedger(LEASE, Representation.TEXT, scroll_state=True)
+
+
+def _text_frame(sequence: int, text: str = "x") -> FrameView:
+    return FrameView(LEASE, sequence, Representation.TEXT, (80, 24, False, text))
+
+
+def test_each_frame_needs_exactly_one_scroll_state_with_its_sequence() -> None:
+    ledger = _scroll_ledger()
+    assert ledger.scroll_state_message(1, LEASE) == []
+    assert ledger.frame(_text_frame(1)) == []
+    ledger.acknowledged(1)
+    problems = ledger.frame(_text_frame(2, "y"))
+    assert problems == [
+        "frame 2 came without its `scrollState` (the lease opted in: Prowl's Android and "
+        "Mac clients close the connection on it)"
+    ]
+    ledger.acknowledged(2)
+    assert ledger.scroll_state_message(3, LEASE) == []
+    assert ledger.scroll_state_message(3, LEASE) == [
+        "two `scrollState`s (3, then 3) before one frame (Prowl's Android and Mac clients "
+        "close the connection on it)"
+    ]
+    assert ledger.frame(_text_frame(3, "z")) == []
+    ledger.acknowledged(3)
+    ledger.scroll_state_message(5, LEASE)
+    assert ledger.frame(_text_frame(4, "w")) == [
+        "the `scrollState` before frame 4 carries sequence 5"
+    ]
+
+
+def test_a_scroll_state_the_lease_did_not_ask_for_is_a_problem() -> None:
+    ledger = FrameLedger(LEASE, Representation.TEXT)
+    assert ledger.scroll_state_message(1, uuid.UUID(int=9)) == [
+        "a `scrollState` on a lease that did not opt in to scroll state",
+        f"a `scrollState` names subscription {uuid.UUID(int=9)}, not the lease",
+    ]
+    assert ledger.frame(_text_frame(1)) == []  # frames without the opt-in need none

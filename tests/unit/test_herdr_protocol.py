@@ -12,12 +12,14 @@ from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPaneNotFound,
     HerdrUnknownMethod,
+    ScrollChange,
     decode_reply,
     encode_request,
     frame_from_rows,
     grid_size,
     pane_labels,
     pane_uuid,
+    parse_scroll_changed,
     parse_snapshot,
     resolve_socket_path,
     scroll_bounds,
@@ -122,6 +124,19 @@ def test_scroll_bounds() -> None:
     bounds = scroll_bounds(pane)
     assert (bounds.at_top, bounds.at_bottom) == (False, True)
     assert scroll_bounds(snapshot.panes[0]).at_top is None  # no scrollback info
+
+
+def test_scroll_changed_events() -> None:
+    scroll = {"offset_from_bottom": 12, "max_offset_from_bottom": 240, "viewport_rows": 24}
+    event = {"event": "pane.scroll_changed", "data": {"pane_id": "w1:p2", "workspace_id": "w1",
+                                                      "scroll": scroll}}  # fmt: skip
+    assert parse_scroll_changed(event) == ScrollChange("w1:p2", 12, 240, 24)
+    snake = {**event, "event": "pane_scroll_changed"}
+    assert parse_scroll_changed(snake) == ScrollChange("w1:p2", 12, 240, 24)
+    assert parse_scroll_changed({"event": "pane_updated", "data": {"pane_id": "w1:p2"}}) is None
+    assert parse_scroll_changed({"event": "pane.scroll_changed", "data": {"pane_id": "w1"}}) is None
+    partial = {"event": "pane.scroll_changed", "data": {"pane_id": "w1:p2", "scroll": {}}}
+    assert parse_scroll_changed(partial) == ScrollChange("w1:p2", None, None, None)
 
 
 def test_socket_path_resolution_order() -> None:

@@ -30,6 +30,7 @@ from mirror_host.client.conformance.probe import (
     subscribed,
 )
 from mirror_host.client.conformance.rules import (
+    COMMAND_CAPABILITIES,
     MAX_HISTORY_BYTES,
     PAGE_LINES,
     last_page_end,
@@ -81,7 +82,6 @@ SEND_REFUSED = (
     "Host cannot verify an empty shell command line. "
     "Use an Agent Profile or control the shell on Host."
 )
-COMMAND_CAPABILITIES = ("launch-profile", "launch-shell", "agents-dispatch", "agent-input")
 #: Echo commands typed (with --allow-input) when a pane's history fits one page.
 HISTORY_ECHOES = 110
 #: How long a repeated scroll has to show that it was applied again.

@@ -8,7 +8,10 @@ refreshes, scrolls) and judges each frame the host sends:
 * at most one frame is unacknowledged: a frame that arrives while the previous
   one still waits for its ACK breaks the frame gate;
 * a frame equal to the previous one is sent only after a ``refresh`` or a
-  ``scroll`` (both force one unchanged frame).
+  ``scroll`` (both force one unchanged frame);
+* on a lease that opted in to scroll state, exactly one ``scrollState`` with
+  the frame's sequence comes before every frame, and never one without its
+  frame (Prowl's Android and Mac clients close the connection otherwise).
 
 The ledger never reads a clock: ordering is enough, because TCP delivers the
 client's ACK to the host before anything the host sends in reply to it.
@@ -44,8 +47,27 @@ class FrameLedger:
     last_sequence: int = 0
     outstanding: int | None = None
     frames: int = 0
+    #: The lease sent ``includeScrollState: true`` (and the host advertises it).
+    scroll_state: bool = False
+    #: The sequence of a ``scrollState`` waiting for its frame, if one is.
+    staged: int | None = None
     _last_content: tuple[object, ...] | None = field(default=None, repr=False)
     _forced: bool = False
+
+    def scroll_state_message(self, sequence: int, subscription_id: UUID) -> list[str]:
+        """Record a ``scrollState``; return the rules it broke."""
+        problems: list[str] = []
+        if not self.scroll_state:
+            problems.append("a `scrollState` on a lease that did not opt in to scroll state")
+        if subscription_id != self.subscription_id:
+            problems.append(f"a `scrollState` names subscription {subscription_id}, not the lease")
+        if self.staged is not None:
+            problems.append(
+                f"two `scrollState`s ({self.staged}, then {sequence}) before one frame "
+                "(Prowl's Android and Mac clients close the connection on it)"
+            )
+        self.staged = sequence
+        return problems
 
     def acknowledged(self, sequence: int) -> None:
         """The client acknowledged ``sequence`` (only call it for the right one)."""
@@ -78,6 +100,18 @@ class FrameLedger:
                 f"frame {frame.sequence} arrived while frame {self.outstanding} was "
                 "still unacknowledged (at most one frame may be outstanding)"
             )
+        if self.scroll_state:
+            if self.staged is None:
+                problems.append(
+                    f"frame {frame.sequence} came without its `scrollState` (the lease opted "
+                    "in: Prowl's Android and Mac clients close the connection on it)"
+                )
+            elif self.staged != frame.sequence:
+                problems.append(
+                    f"the `scrollState` before frame {frame.sequence} carries sequence "
+                    f"{self.staged}"
+                )
+            self.staged = None
         if self._last_content is not None and frame.content == self._last_content:
             if self._forced:
                 self._forced = False

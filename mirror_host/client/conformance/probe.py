@@ -3,9 +3,11 @@
 A :class:`Conn` wraps one :class:`~mirror_host.client.client.MirrorClient` and
 turns every surprise into a :class:`CheckFailed` that says what was expected:
 a message kind nobody asked for, a frame that breaks the frame rules (judged by
-:class:`~mirror_host.client.conformance.ledger.FrameLedger`), a close while
-waiting, or nothing within the wait. Pings are answered in the background
-unless a check wants silence.
+:class:`~mirror_host.client.conformance.ledger.FrameLedger`, ``scrollState``
+included on a lease that opted in), a close while waiting, or nothing within
+the wait. A ``panes`` that answers no ``list`` fails any check at once, with
+what it costs Prowl's own apps. Pings are answered in the background unless a
+check wants silence.
 
 Everything here relies on the protocol alone, never on mirror-host's files,
 logs or admin socket, so the suite runs against any Prowl mirror host.
@@ -50,6 +52,7 @@ from mirror_host.control import (
     Refresh,
     Representation,
     Scroll,
+    ScrollState,
     Subscribe,
     Subscribed,
 )
@@ -58,6 +61,7 @@ from mirror_host.wire import TextFramePacket, VTFramePacket
 __all__ = [
     "HANDSHAKE_SECONDS",
     "PANE_BUSY_PREFIX",
+    "UNASKED_PANES",
     "WAIT_SECONDS",
     "CheckFailed",
     "CheckSkipped",
@@ -81,6 +85,11 @@ WAIT_SECONDS = 5.0
 #: How long a TLS handshake may take (Prowl's Mac client allows 10 s).
 HANDSHAKE_SECONDS = 10.0
 PANE_BUSY_PREFIX = "PANE_BUSY"
+UNASKED_PANES = (
+    "the host sent `panes` that answers no `list`: Prowl's iPhone app then sends "
+    "`subscribe` again, and a second `subscribe` on a connection closes it; the Mac "
+    "re-subscribes when it has no frame yet. Send `panes` only in reply to `list`"
+)
 
 
 class CheckFailed(Exception):
@@ -237,6 +246,8 @@ class Conn:
         self.unexpected: Incoming | None = None
         self.subscribed: Subscribed | None = None
         self.challenge: Challenge | None = None
+        #: ``list`` requests sent and not yet answered by ``panes``.
+        self.lists_pending = 0
 
     # ------------------------------------------------------------ basics
 
@@ -257,22 +268,37 @@ class Conn:
             fail(f"{self.name}: the host closed the connection before {message.CASE} was sent")
         if isinstance(message, Refresh | Scroll) and self.ledger is not None:
             self.ledger.forced()
+        if isinstance(message, ListPanes):
+            self.lists_pending += 1
 
     async def _next(self, timeout: float, what: str) -> Incoming | None:
         """The next item, or ``None`` when nothing came within ``timeout``."""
         if self.closed:
             fail(f"{self.name}: the connection is closed (waiting for {what})")
         self._step(f"waiting for {what}")
-        try:
-            return await self.client.receive(timeout=max(timeout, 0.0))
-        except trio.TooSlowError:
-            return None
-        except ClientClosed:
-            self.closed = True
-            reason = self.client.decode_error
-            if reason:
-                fail(f"{self.name}: the host sent an invalid packet ({reason}) while {what}")
-            fail(f"{self.name}: the host closed the connection while waiting for {what}")
+        deadline = trio.current_time() + max(timeout, 0.0)
+        while True:
+            try:
+                item = await self.client.receive(timeout=max(deadline - trio.current_time(), 0))
+            except trio.TooSlowError:
+                return None
+            except ClientClosed:
+                self.closed = True
+                reason = self.client.decode_error
+                if reason:
+                    fail(f"{self.name}: the host sent an invalid packet ({reason}) while {what}")
+                fail(f"{self.name}: the host closed the connection while waiting for {what}")
+            if isinstance(item, Panes):
+                if self.lists_pending == 0:
+                    fail(f"{self.name}: {UNASKED_PANES}")
+                self.lists_pending -= 1
+            if isinstance(item, ScrollState) and self.ledger is not None:
+                # Judged with the frame it belongs to, never handed to a check.
+                problems = self.ledger.scroll_state_message(item.sequence, item.subscription_id)
+                if problems:
+                    fail(f"{self.name}: " + "; ".join(problems))
+                continue
+            return item
 
     def mark(self) -> None:
         """Start collecting frames afresh in :attr:`marked`."""
@@ -308,11 +334,20 @@ class Conn:
     ) -> ControlMessage:
         """Like :meth:`expect`, for any of ``kinds`` (control messages)."""
         timeout = self.ctx.wait if timeout is None else timeout
+        item = await self.maybe_one(kinds, what, timeout=timeout, ack=ack)
+        if item is None:
+            fail(f"{self.name}: no {what} within {timeout:g} s")
+        return item
+
+    async def maybe_one(
+        self, kinds: tuple[type, ...], what: str, *, timeout: float, ack: bool = True
+    ) -> ControlMessage | None:
+        """Like :meth:`expect_one`, but ``None`` when nothing of ``kinds`` came in time."""
         deadline = trio.current_time() + timeout
         while True:
             item = await self._next(deadline - trio.current_time(), what)
             if item is None:
-                fail(f"{self.name}: no {what} within {timeout:g} s")
+                return None
             if isinstance(item, VTFramePacket | TextFramePacket):
                 self._record_frame(item, what)
                 if ack:
@@ -431,9 +466,19 @@ class Conn:
         pane_id: UUID,
         representation: Representation = Representation.VT,
         intent: Intent = Intent.IF_FREE,
+        *,
+        scroll_state: bool = False,
     ) -> Subscribed | Failure:
-        """Send ``subscribe``; return ``subscribed`` (the lease set up) or the ``failure``."""
-        await self.send(Subscribe(pane_id=pane_id, representation=representation, intent=intent))
+        """Send ``subscribe`` (opting in to scroll state with ``scroll_state``); return
+        ``subscribed`` (the lease set up) or the ``failure``."""
+        await self.send(
+            Subscribe(
+                pane_id=pane_id,
+                representation=representation,
+                intent=intent,
+                include_scroll_state=True if scroll_state else None,
+            )
+        )
         while True:
             item = await self._next(self.ctx.wait, "`subscribed`")
             if item is None:
@@ -453,7 +498,7 @@ class Conn:
                 f"but `panes` said {self.ctx.host_run_id}"
             )
         self.subscribed = item
-        self.ledger = FrameLedger(item.subscription_id, representation)
+        self.ledger = FrameLedger(item.subscription_id, representation, scroll_state=scroll_state)
         return item
 
     async def ack(self, frame: Frame) -> None:
@@ -564,6 +609,7 @@ async def subscribed(
     pane: PaneDescriptor | None = None,
     intent: Intent = Intent.IF_FREE,
     busy_wait: float = 4.0,
+    scroll_state: bool = False,
 ) -> AsyncIterator[Conn]:
     """A logged-in connection subscribed to the checks' pane.
 
@@ -575,7 +621,9 @@ async def subscribed(
     deadline = trio.current_time() + busy_wait
     while True:
         async with device(ctx, name) as conn:
-            answer = await conn.subscribe(target.id, representation, intent)
+            answer = await conn.subscribe(
+                target.id, representation, intent, scroll_state=scroll_state
+            )
             if isinstance(answer, Subscribed):
                 yield conn
                 return

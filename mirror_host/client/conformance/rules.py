@@ -5,6 +5,9 @@
   (:func:`page_problem`, :func:`same_snapshot`, :func:`last_page_end`);
 * scrolled views: whether a text frame shows the previous view moved further
   back (:func:`moved_up`), i.e. a scroll was applied again;
+* what Prowl's own apps require beyond the wire rules: ``launch-profile`` beside
+  any command capability (:func:`launch_profile_problem`), history answered
+  before Android gives up (:func:`history_answer_problem`);
 * the exit status of a run (:func:`exit_status`).
 
 Nothing here reads a clock or touches the network.
@@ -20,11 +23,15 @@ from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.control import HistoryPage, PaneDescriptor
 
 __all__ = [
+    "ANDROID_HISTORY_SECONDS",
+    "COMMAND_CAPABILITIES",
     "MAX_HISTORY_BYTES",
     "MIN_SHIFT_EVIDENCE",
     "PAGE_LINES",
     "choose_pane",
     "exit_status",
+    "history_answer_problem",
+    "launch_profile_problem",
     "last_page_end",
     "moved_up",
     "page_bytes",
@@ -37,6 +44,11 @@ PAGE_LINES = 200
 MAX_HISTORY_BYTES = 2 * 1024 * 1024
 #: Non-blank rows two views must share before one counts as the other moved.
 MIN_SHIFT_EVIDENCE = 2
+#: The capabilities a host's command service advertises.
+COMMAND_CAPABILITIES = ("launch-profile", "launch-shell", "agents-dispatch", "agent-input")
+#: Android gives up on a history request after this long ("History timed out"),
+#: then treats a late ``historyPage`` or ``HISTORY_UNAVAILABLE`` as fatal.
+ANDROID_HISTORY_SECONDS = 8.0
 
 
 # ---------------------------------------------------------------- panes
@@ -149,6 +161,35 @@ def moved_up(before: Sequence[str], after: Sequence[str]) -> int | None:
         if sum(1 for row in set(shared) if row.strip()) >= MIN_SHIFT_EVIDENCE:
             return shift
     return None
+
+
+# ---------------------------------------------------------------- Prowl's own apps
+
+
+def launch_profile_problem(capabilities: Sequence[str]) -> str | None:
+    """Why a host's command capabilities leave the phones unable to send, if they do."""
+    advertised = [c for c in COMMAND_CAPABILITIES if c in capabilities]
+    if not advertised or "launch-profile" in advertised:
+        return None
+    return (
+        f"the host advertises {', '.join(advertised)} but not launch-profile: Prowl's iPhone "
+        "and Android apps send no command at all without it (no `list`, no `agentsInput`; "
+        "the composer's Send stays disabled), so a phone can watch an agent but never answer it"
+    )
+
+
+def history_answer_problem(seconds: float | None, waited: float) -> str | None:
+    """Why a history answer after ``seconds`` (``None``: none within ``waited``) loses Android."""
+    limit = ANDROID_HISTORY_SECONDS
+    if seconds is not None and seconds <= limit:
+        return None
+    when = f"after {seconds:.1f} s" if seconds is not None else f"not within {waited:g} s"
+    return (
+        f"a new history snapshot was answered {when}: Prowl's Android app gives up at "
+        f'{limit:g} s ("History timed out") and then treats the late `historyPage` or '
+        "`HISTORY_UNAVAILABLE` as fatal: it disconnects and reconnects. Answer within 8 s, "
+        "with `HISTORY_UNAVAILABLE` if the capture takes longer"
+    )
 
 
 # ---------------------------------------------------------------- the run

@@ -27,6 +27,7 @@ import trio
 
 from mirror_host.client.address import HostAddress
 from mirror_host.client.client import ClientClosed, HandshakeFailed, connect_failure
+from mirror_host.client.conformance import checks_clients as clients
 from mirror_host.client.conformance import checks_features as features
 from mirror_host.client.conformance import checks_panes as panes
 from mirror_host.client.conformance import checks_transport as transport
@@ -134,6 +135,11 @@ CHECKS: tuple[Check, ...] = (
     Check("input.text-lease", features.check_input_text_lease),
     Check("input.echo", features.check_input_echo, types=True),
     Check("input.coalesce", features.check_input_coalesce, base=15.0, waits=7.0, types=True),
+    # What Prowl's own apps require beyond the wire rules (prowl-clients.md).
+    Check("clients.launch-profile", clients.check_launch_profile),
+    Check("clients.history-8s", clients.check_history_within_8_s, base=15.0, waits=6.0),
+    Check("clients.panes-unasked", clients.check_panes_unasked, base=8.0, waits=5.0),
+    Check("clients.scroll-state", clients.check_scroll_state, base=8.0, waits=4.0),
     # Each of these costs the address one authentication failure at the host.
     Check("tls.version", transport.check_tls_version, auth_failures=1, panes=False),
     Check("tls.cipher", transport.check_tls_cipher, auth_failures=1, panes=False),

@@ -4,8 +4,11 @@
 servers without it) is read on every (re)connect, again whenever the long-lived
 ``events.subscribe`` stream reports a lifecycle change (debounced), and
 otherwise every few seconds as a safety net: Herdr sends no event when the
-attached client resizes a pane, so only a fresh snapshot shows that. Events
-never change state by themselves: the snapshot is the truth.
+attached client resizes a pane, so only a fresh snapshot shows that. Lifecycle
+events never change state by themselves: the snapshot is the truth. The one
+exception is ``pane.scroll_changed`` (followed for the panes the source
+mirrors): it carries the pane's new scroll position, which is handed to the
+``on_scroll`` callback at once, so scroll bounds stay live between snapshots.
 
 Each snapshot is handed to the ``on_listed`` callback, which reconciles what
 the source mirrors. An unreachable or refusing Herdr is retried with capped
@@ -28,13 +31,15 @@ from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
     HerdrUnknownMethod,
+    ScrollChange,
     Snapshot,
     pane_labels,
+    parse_scroll_changed,
     parse_snapshot,
 )
 from mirror_host.panes.model import PaneInfo
 
-__all__ = ["LIFECYCLE_EVENTS", "HerdrDiscovery", "Listed"]
+__all__ = ["LIFECYCLE_EVENTS", "SCROLL_EVENT", "HerdrDiscovery", "Listed"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +54,9 @@ LIFECYCLE_EVENTS = (
     "pane.agent_detected", "layout.updated",
 )  # fmt: skip
 
+#: Pane-scoped: the new scroll position of a pane (since Herdr 0.7.2).
+SCROLL_EVENT = "pane.scroll_changed"
+
 _DEBOUNCE_SECONDS = 0.1
 _SAFETY_POLL_SECONDS = 10.0
 _FAST_POLL_SECONDS = 2.0
@@ -58,12 +66,16 @@ _KNOWN_PROTOCOLS = (16, 17, 19, 20, 22)
 #: Called after every snapshot read with the snapshot and the time the read began
 #: (anything learnt from Herdr after that is newer than the snapshot).
 Listed = Callable[[Snapshot, float], None]
+#: Called with each ``pane.scroll_changed`` of a followed pane.
+ScrollChanged = Callable[[ScrollChange], None]
 
 
 class HerdrDiscovery:
     """Follows one Herdr session's panes; the latest snapshot and labels in memory."""
 
-    def __init__(self, client: HerdrClient, on_listed: Listed) -> None:
+    def __init__(
+        self, client: HerdrClient, on_listed: Listed, on_scroll: ScrollChanged | None = None
+    ) -> None:
         self.client = client
         self.protocol: int | None = None
         self.version: str | None = None
@@ -73,6 +85,11 @@ class HerdrDiscovery:
         #: Whether this server has ``pane.scroll`` (``None`` until probed).
         self.has_scroll: bool | None = None
         self._on_listed = on_listed
+        self._on_scroll = on_scroll
+        #: Panes whose ``pane.scroll_changed`` the stream follows (Herdr pane ids).
+        self._scroll_panes: frozenset[str] = frozenset()
+        #: False once the server rejected the scroll event type (older than 0.7.2).
+        self._scroll_events = True
         self._repoll = trio.Event()
         self._listed = trio.Event()
         self._events_healthy = False
@@ -124,6 +141,15 @@ class HerdrDiscovery:
             self._agent_panes = agents
             self._resubscribe.cancel()  # the event stream must follow the new agent panes
         self._listed.set()
+
+    def follow_scroll(self, pane_ids: frozenset[str]) -> None:
+        """Follow ``pane.scroll_changed`` for exactly these panes (renews the stream)."""
+        if pane_ids != self._scroll_panes:
+            self._scroll_panes = pane_ids
+            self._resubscribe.cancel()
+
+    def _followed_scroll(self) -> frozenset[str]:
+        return self._scroll_panes if self._scroll_events else frozenset()
 
     async def _follow(self) -> None:
         pong = await self.client.call("ping")
@@ -207,21 +233,27 @@ class HerdrDiscovery:
     async def _follow_events(self) -> None:
         while True:
             agents = self._agent_panes
+            scrolled = self._followed_scroll()
             subscriptions: list[dict[str, Any]] = [{"type": t} for t in self._event_types]
             subscriptions += [
                 {"type": "pane.agent_status_changed", "pane_id": pane_id}
                 for pane_id in sorted(agents)
             ]
+            subscriptions += [{"type": SCROLL_EVENT, "pane_id": p} for p in sorted(scrolled)]
             try:
                 with trio.CancelScope() as self._resubscribe:
-                    if self._agent_panes != agents:
+                    if self._agent_panes != agents or self._followed_scroll() != scrolled:
                         continue  # changed while we were (re)connecting
                     async with self.client.subscribe(subscriptions) as events:
                         self._events_healthy = True
-                        async for _event in events:
-                            self._repoll.set()
+                        async for event in events:
+                            change = parse_scroll_changed(event)
+                            if change is None:
+                                self._repoll.set()
+                            elif self._on_scroll is not None:
+                                self._on_scroll(change)
                 if self._resubscribe.cancelled_caught:
-                    continue  # the agent panes changed: subscribe again with them
+                    continue  # the followed panes changed: subscribe again with them
             except HerdrUnknownMethod:
                 logger.info(
                     "this Herdr has no event stream; polling every %g s", _FAST_POLL_SECONDS
@@ -246,6 +278,11 @@ class HerdrDiscovery:
 
     def _drop_unknown_event_type(self, exc: HerdrError) -> bool:
         # "unknown variant `workspace.reordered`": an older server; drop that type.
+        message = exc.message
+        if self._scroll_events and f"`{SCROLL_EVENT}`" in message and "unknown variant" in message:
+            self._scroll_events = False
+            logger.debug("this Herdr has no %s event; bounds follow snapshots", SCROLL_EVENT)
+            return True
         for name in list(self._event_types):
             if f"`{name}`" in exc.message and "unknown variant" in exc.message:
                 self._event_types.remove(name)

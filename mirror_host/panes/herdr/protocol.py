@@ -28,6 +28,7 @@ __all__ = [
     "HerdrPane",
     "HerdrPaneNotFound",
     "HerdrUnknownMethod",
+    "ScrollChange",
     "Snapshot",
     "Tab",
     "Workspace",
@@ -37,6 +38,7 @@ __all__ = [
     "grid_size",
     "pane_labels",
     "pane_uuid",
+    "parse_scroll_changed",
     "parse_snapshot",
     "resolve_socket_path",
     "scroll_bounds",
@@ -237,6 +239,41 @@ def parse_pane(record: Mapping[str, Any]) -> HerdrPane | None:
         cwd=_opt_text(record, "cwd") or _opt_text(record, "foreground_cwd"),
         agent=_opt_text(record, "agent"),
         label=_opt_text(record, "label"),
+        offset_from_bottom=_int(scroll, "offset_from_bottom"),
+        max_offset_from_bottom=_int(scroll, "max_offset_from_bottom"),
+        viewport_rows=_int(scroll, "viewport_rows"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScrollChange:
+    """A ``pane.scroll_changed`` push: where a pane's viewport is now."""
+
+    pane_id: str
+    offset_from_bottom: int | None
+    max_offset_from_bottom: int | None
+    viewport_rows: int | None
+
+
+#: Pane-scoped pushes use the dotted name (herdr.md §1.4); the snake_case form
+#: of the lifecycle events is accepted too.
+_SCROLL_CHANGED = ("pane.scroll_changed", "pane_scroll_changed")
+
+
+def parse_scroll_changed(event: Mapping[str, Any]) -> ScrollChange | None:
+    """``{"event": "pane.scroll_changed", "data": {pane_id, workspace_id, scroll}}``.
+
+    ``None`` for any other event, or one without a pane id or ``scroll`` object.
+    """
+    if event.get("event") not in _SCROLL_CHANGED:
+        return None
+    data = event.get("data")
+    data = data if isinstance(data, Mapping) else {}
+    pane_id, scroll = _text(data, "pane_id"), data.get("scroll")
+    if not pane_id or not isinstance(scroll, Mapping):
+        return None
+    return ScrollChange(
+        pane_id=pane_id,
         offset_from_bottom=_int(scroll, "offset_from_bottom"),
         max_offset_from_bottom=_int(scroll, "max_offset_from_bottom"),
         viewport_rows=_int(scroll, "viewport_rows"),

@@ -7,6 +7,12 @@
 * this module mirrors a pane while anybody watches it, captures, types, scrolls
   (``pane.scroll``, protocol 22) and reads history (a passive ``recent`` read in
   ANSI format, never ``recent`` text, which moves the operator's screen).
+
+A pane's Herdr id changes when it moves to another workspace; the host knows
+it by its stable terminal. Whatever is sent to a pane (input, a scroll) goes to
+the id of the latest record and, when Herdr says that pane is not found, once
+more after a fresh snapshot under its new id. Scroll bounds follow
+``pane.scroll_changed`` for mirrored panes, so they are live between scrolls.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from mirror_host.panes.herdr.polling import VisiblePoller
 from mirror_host.panes.herdr.protocol import (
     HerdrPane,
     HerdrPaneNotFound,
+    ScrollChange,
     Snapshot,
     grid_size,
     parse_pane,
@@ -77,7 +84,7 @@ class HerdrSource:
         self.socket_path = socket_path
         self.client = HerdrClient(socket_path)
         self.capabilities: frozenset[str] = frozenset({Capability.HISTORY, Capability.SCROLL_STATE})
-        self.discovery = HerdrDiscovery(self.client, self._reconcile)
+        self.discovery = HerdrDiscovery(self.client, self._reconcile, self._scroll_changed)
         self._poller = VisiblePoller(
             self.client, self._current_snapshot, self._confirm_gone, poll_seconds=poll_seconds
         )
@@ -148,6 +155,29 @@ class HerdrSource:
             resized = mirror.stream_size not in (None, grid_size(fresh, snapshot))
             if moved or resized:
                 mirror.restart.set()
+        self._follow_scroll()
+
+    def _follow_scroll(self) -> None:
+        """Follow ``pane.scroll_changed`` for the panes mirrored now, by their current ids."""
+        self.discovery.follow_scroll(
+            frozenset(m.pane.pane_id for m in self._mirrors.values() if not m.gone)
+        )
+
+    def _scroll_changed(self, change: ScrollChange) -> None:
+        """A mirrored pane's viewport moved (Herdr's event): its bounds, live."""
+        for mirror in self._mirrors.values():
+            if mirror.gone or mirror.pane.pane_id != change.pane_id:
+                continue
+            before = scroll_bounds(mirror.pane)
+            mirror.pane = dataclasses.replace(
+                mirror.pane,
+                offset_from_bottom=change.offset_from_bottom,
+                max_offset_from_bottom=change.max_offset_from_bottom,
+                viewport_rows=change.viewport_rows or mirror.pane.viewport_rows,
+            )
+            mirror.scroll_read_at = trio.current_time()
+            if scroll_bounds(mirror.pane) != before:
+                mirror.watchers.notify()  # the next frame's scrollState changes
 
     async def _confirm_gone(self, mirror: Mirror) -> None:
         # The terminal may only have moved (new pane id): trust the snapshot.
@@ -200,6 +230,7 @@ class HerdrSource:
                 mirror.scope.cancel()
                 if self._mirrors.get(pane_id) is mirror:
                     del self._mirrors[pane_id]
+                    self._follow_scroll()
 
     async def _start_mirror(self, pane_id: UUID) -> Mirror:
         pane = self.pane_record(pane_id)
@@ -208,6 +239,7 @@ class HerdrSource:
         mirror = Mirror(pane_id, pane, self._poller.draw(pane, text), last_text=text)
         self._mirrors[pane_id] = mirror
         self._nursery.start_soon(self._run_mirror, mirror)
+        self._follow_scroll()
         return mirror
 
     async def _run_mirror(self, mirror: Mirror) -> None:
@@ -278,17 +310,41 @@ class HerdrSource:
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """``pane.send_text`` with the bytes as they are (already encoded by the client).
 
+        Sent to the pane's current id, once more if it only moved (module docstring).
+
         Raises:
             PaneSourceError: the bytes are not UTF-8 (Herdr's API carries text only).
+            PaneNotFound: the pane is really gone.
         """
-        pane = self.pane_record(pane_id)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise PaneSourceError(
                 "input is not UTF-8; Herdr's send_text carries text only"
             ) from exc
-        await self.client.call("pane.send_text", {"pane_id": pane.pane_id, "text": text})
+        await self.call_on_pane(pane_id, "pane.send_text", {"text": text})
+
+    async def call_on_pane(
+        self, pane_id: UUID, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``method`` on a listed pane by its current Herdr id; once more if it only moved.
+
+        Raises:
+            PaneNotFound: the pane is not listed, or really gone.
+            PaneSourceError: Herdr failed.
+        """
+        mirror = self._mirrors.get(pane_id)
+        if mirror is not None and not mirror.gone:
+            return await self._call_on_pane(mirror, method, params)
+        pane = self.pane_record(pane_id)
+        try:
+            return await self.client.call(method, {"pane_id": pane.pane_id, **params})
+        except HerdrPaneNotFound:
+            await self.discovery.poll()
+            current = self.pane_record(pane_id)  # PaneNotFound when it is gone for good
+            if current.pane_id == pane.pane_id:
+                raise
+            return await self.client.call(method, {"pane_id": current.pane_id, **params})
 
     async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
         """``pane.scroll`` by rows − 3 from where the pane is now (protocol 22).
