@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""TLS-PSK handshakes per second in one process, over memory BIOs: the cost of a PSK route.
+
+Usage: python -m benchmarks.psk_handshakes [--seconds 5]
+
+A server context from ``mirror_host.host.tls`` and a client context from
+``mirror_host.client.tls`` (so whichever PSK route this Python uses: the
+standard library on 3.13+, ctypes on 3.11/3.12) complete full TLS 1.2
+ECDHE-PSK-CHACHA20-POLY1305 handshakes back to back, with no sockets and no
+event loop. Both ends run in this process on one core, so the figure is the
+handshake cost of client plus server. ``benchmarks.handshake_rate`` measures
+the whole login over loopback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import ssl
+import sys
+import time
+from types import MappingProxyType
+
+from mirror_host.client.tls import client_context
+from mirror_host.host.tls import CIPHER, PskTable, build_server_context, psk_backend
+
+
+def handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> str | None:
+    """One full handshake between fresh SSL objects; the negotiated cipher."""
+    server_in, server_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client_in, client_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    server = server_ctx.wrap_bio(server_in, server_out, server_side=True)
+    client = client_ctx.wrap_bio(client_in, client_out, server_side=False)
+    done = {False}
+    for _ in range(8):
+        done = set()
+        for obj, out, peer in ((client, client_out, server_in), (server, server_out, client_in)):
+            try:
+                obj.do_handshake()
+                done.add(True)
+            except ssl.SSLWantReadError:
+                done.add(False)
+            data = out.read()
+            if data:
+                peer.write(data)
+        if done == {True}:
+            break
+    cipher = server.cipher()
+    return cipher[0] if cipher else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=5)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {0})
+    identity, key = "BENCH", secrets.token_bytes(32)
+    server = build_server_context()
+    server.set_table(PskTable(MappingProxyType({identity: key})))
+    client = client_context(identity, key)
+    assert handshake(server.context, client) == CIPHER
+    count = 0
+    started = time.perf_counter()
+    deadline = started + args.seconds
+    while time.perf_counter() < deadline:
+        if handshake(server.context, client) != CIPHER:
+            raise SystemExit("a handshake did not complete")
+        count += 1
+    elapsed = time.perf_counter() - started
+    version = ".".join(map(str, sys.version_info[:3]))
+    print(f"python {version} route {psk_backend()} {ssl.OPENSSL_VERSION}")
+    print(f"handshakes/s: {count / elapsed:.0f} ({1e6 * elapsed / count:.0f} µs each)")
+
+
+if __name__ == "__main__":
+    main()
