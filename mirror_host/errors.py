@@ -157,7 +157,7 @@ class ListenError(MirrorHostError):
 
 
 class TLSUnsupported(MirrorHostError):
-    """This Python cannot do TLS-PSK (3.11/3.12 without ``sslpsk3``); the message says how."""
+    """This Python cannot do TLS-PSK (its start-up check failed); the message says why."""
 
 
 class InvalidArgument(MirrorHostError, ValueError):
