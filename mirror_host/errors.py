@@ -58,6 +58,7 @@ __all__ = [
     "ProtocolError",
     "ProtocolViolation",
     "RemoteProtocolError",
+    "ServiceError",
     "StoreError",
     "UnsupportedOperation",
 ]
@@ -154,6 +155,10 @@ class StoreError(MirrorHostError):
 
 class ListenError(MirrorHostError):
     """The listen address cannot be bound (in use, not ours, not allowed)."""
+
+
+class ServiceError(MirrorHostError):
+    """``mirror-host service`` cannot do what was asked here; the message says why."""
 
 
 class TLSUnsupported(MirrorHostError):

@@ -48,6 +48,7 @@ PURE_MODULES = [
     "mirror_host.agents.opencode",
     "mirror_host.agents.aider",
     "mirror_host.agents.omp",
+    "mirror_host.system_service.units",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]
 
