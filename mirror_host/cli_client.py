@@ -151,6 +151,18 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     conformance.set_defaults(parser=conformance, handler=_run_conformance)
 
 
+def _tls_unsupported() -> str | None:
+    """Why this Python cannot speak Prowl's TLS-PSK, or None when it can."""
+    from mirror_host.errors import TLSUnsupported
+    from mirror_host.host.tls import check_psk_route
+
+    try:
+        check_psk_route()
+    except TLSUnsupported as exc:
+        return str(exc)
+    return None
+
+
 def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     from mirror_host.client.attach import AttachError, AttachOptions, attach
     from mirror_host.errors import ClientError
@@ -177,6 +189,10 @@ def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
         return line if line else None
 
+    unsupported = _tls_unsupported()
+    if unsupported:
+        say(unsupported)
+        return 1
     try:
         return trio.run(lambda: attach(options, say=say, show=show, ask=ask))
     except AttachError as exc:
@@ -223,6 +239,10 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
         pane=args.pane,
         wait=args.wait,
     )
+    unsupported = _tls_unsupported()
+    if unsupported:
+        print(f"mirror-host: {unsupported}", file=sys.stderr)
+        return 1
     results: list[CheckResult] = []
 
     def progress(result: CheckResult) -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import secrets
 import ssl
+import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -220,3 +223,40 @@ def test_ctypes_client_refuses_identities_and_keys_that_do_not_fit() -> None:
         psk_ctypes.install_client_callback(context, lambda _hint, i=identity, k=offered: (i, k))
         with pytest.raises(ssl.SSLError):
             memory_handshake(server.context, context)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--listen", "127.0.0.1:0", "--source", "local", "--local-command", "cat"],
+        ["attach", "127.0.0.1:9", "--code", "ABCD2345"],
+        ["conformance", "127.0.0.1:9", "--code", "ABCD2345"],
+    ],
+    ids=["serve", "attach", "conformance"],
+)
+def test_commands_on_a_python_whose_route_fails_stop_with_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # serve stops before it writes its state directory; the clients before
+    # they connect (port 9 on loopback has nobody listening anyway).
+    state = tmp_path / "state"
+    argv = [*command, "--state-dir", str(state)] if command[0] == "serve" else command
+    code = (
+        "import sys\n"
+        "from mirror_host.host import tls\n"
+        "real = tls.set_client_psk\n"
+        "tls.set_client_psk = lambda c, cb: real(c, lambda h: (cb(h)[0], b'x' * 32))\n"
+        "from mirror_host.cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=30, check=False, cwd=tmp_path,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mirror-host: TLS-PSK does not work on this")
+    assert result.stdout == ""
+    assert not state.exists()
