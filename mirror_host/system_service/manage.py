@@ -162,7 +162,7 @@ def _run(step: Run, system: System, kind: ServiceKind, out: TextIO) -> bool:
             out.write(f"ran {shown}\n")
             return True
     if step.may_fail:
-        out.write(f"ran {shown}: {_first_line(result)} (fine)\n")
+        out.write(f"note: `{shown}` failed: {_first_line(result)}\n")
         return True
     out.write(
         f"mirror-host: `{shown}` failed: {_first_line(result)}{_hint(kind, result, system.user)}\n"
@@ -194,6 +194,8 @@ def _lingering(system: System) -> bool | None:
 
 def _linger_note(system: System) -> str:
     lingering = _lingering(system)
+    if lingering is None:
+        return ""
     if lingering:
         return "  runs:    from boot, logged in or not (lingering is on)\n"
     return (
@@ -257,7 +259,7 @@ def uninstall(*, dry_run: bool, out: TextIO, system: System) -> int:
         return 0
     _execute(steps, system, kind, out)
     kept = "the journal" if kind == "systemd" else paths.log
-    out.write(f"mirror-host is no longer a service; paired devices stay, logs stay in {kept}.\n")
+    out.write(f"The service is removed; paired devices stay, and the logs in {kept}.\n")
     return 0
 
 

@@ -164,7 +164,11 @@ def test_install_status_uninstall_on_launchd(home: Path) -> None:
         ("launchctl", "enable", f"gui/501/{LAUNCHD_LABEL}"),
         ("launchctl", "bootstrap", "gui/501", str(agent_path)),
     ]
-    assert "(fine)" in out.getvalue()  # nothing to boot out on a first install
+    # Nothing to boot out on a first install: said, and not a failure.
+    assert (
+        f"note: `launchctl bootout gui/501/{LAUNCHD_LABEL}` failed: Boot-out failed"
+        in out.getvalue()
+    )
     if shutil.which("plutil"):
         lint = subprocess.run(
             ["plutil", "-lint", str(agent_path)], capture_output=True, text=True, check=False
@@ -210,6 +214,21 @@ def test_systemd_unreachable_or_missing_is_said_with_what_to_do(home: Path) -> N
     out = io.StringIO()
     assert install([], dry_run=False, out=out, system=machine) == 1
     assert "no systemd here" in out.getvalue()
+
+
+def test_status_says_whether_the_service_outlives_a_logout(home: Path) -> None:
+    manager = ServiceManager()
+    machine = system(home, manager)
+    assert install([], dry_run=False, out=io.StringIO(), system=machine) == 0
+    linger = ("loginctl", "show-user", "ada", "--property=Linger", "--value")
+    manager.failing[linger] = CommandResult(0, "yes\n", "")
+    out = io.StringIO()
+    assert status(out=out, system=machine) == 0
+    assert "runs:    from boot, logged in or not (lingering is on)" in out.getvalue()
+    manager.failing[linger] = CommandResult(1, "", "Could not get properties: No such user")
+    out = io.StringIO()
+    assert status(out=out, system=machine) == 0
+    assert "runs:" not in out.getvalue()
 
 
 def test_dry_run_prints_everything_and_changes_nothing(home: Path) -> None:
