@@ -5,11 +5,12 @@ Usage: VENV/bin/python .ci/wheel_smoke.py VERSION
 
 Run with the Python of a fresh venv the wheel was installed into. It uses only
 that venv's ``mirror-host`` program, from a temporary directory (never the
-source tree): ``--version`` must say VERSION; ``serve`` on 127.0.0.1 must say
-its TLS-PSK route is ready; ``pair --json`` opens a window; and the venv's own
-``conformance`` client pairs with the code, checks that the handshake is TLS
-1.2 with ECDHE-PSK-CHACHA20-POLY1305, logs in, subscribes to the pane and
-types into it. The host is stopped with SIGTERM by its pid and must exit 0.
+source tree): ``--version`` must say VERSION; ``serve`` on 127.0.0.1 must log
+(at debug level) that its TLS-PSK route is ready; ``pair --json`` opens a
+window; and the venv's own ``conformance`` client pairs with the code, checks
+that the handshake is TLS 1.2 with ECDHE-PSK-CHACHA20-POLY1305, logs in,
+subscribes to the pane and types into it. The host is stopped with SIGTERM by
+its pid and must exit 0.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def smoke(program: Path, work: Path) -> None:
     with log_path.open("w") as log:
         host = subprocess.Popen(
             [str(program), "serve", "--source", "local", "--local-command", "sh",
-             "--listen", "127.0.0.1:0", "--state-dir", str(state)],
+             "--listen", "127.0.0.1:0", "--state-dir", str(state), "--log-level", "debug"],
             cwd=work, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
     try:

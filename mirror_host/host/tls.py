@@ -234,7 +234,8 @@ def check_psk_route() -> str:
         # In a copy of the context, so the check's identity never leaks into
         # the caller's task.
         _route_checked = contextvars.copy_context().run(_self_check)
-        logger.info("TLS-PSK ready: %s", _route_checked)
+        # Debug: a start-up that fails later (a busy port) stays one line.
+        logger.debug("TLS-PSK ready: %s", _route_checked)
     return _route_checked
 
 
