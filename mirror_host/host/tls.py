@@ -245,12 +245,17 @@ def _self_check() -> str:
     identity = "mirror-host-self-check"
     key = secrets.token_bytes(32)
 
+    advice = (
+        "run mirror-host on Python 3.13 or newer, or on a CPython 3.11/3.12 whose ssl "
+        "module loads OpenSSL as a shared library (Linux distributions, pyenv, python.org)"
+        if route == "ctypes"
+        else "run mirror-host on a Python whose ssl module has OpenSSL's PSK support"
+    )
+
     def fail(detail: str) -> TLSUnsupported:
         return TLSUnsupported(
             f"TLS-PSK does not work on this Python ({version}, {ssl.OPENSSL_VERSION}, "
-            f"{route} route): {detail}. Prowl's clients need TLS 1.2 with {CIPHER}; "
-            "run mirror-host on Python 3.13 or newer, or on a CPython 3.11/3.12 whose ssl "
-            "module loads OpenSSL as a shared library (Linux distributions, pyenv, python.org)"
+            f"{route} route): {detail}. Prowl's clients need TLS 1.2 with {CIPHER}; {advice}"
         )
 
     def client(offered: bytes) -> ssl.SSLContext:
