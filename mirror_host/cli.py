@@ -19,6 +19,7 @@ from typing import TextIO
 from mirror_host import __version__
 from mirror_host.cli_admin import run_devices, run_pair, run_revoke, run_status
 from mirror_host.cli_client import add_client_commands
+from mirror_host.cli_service import add_service_commands
 from mirror_host.config import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -482,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_wire(commands)
     _add_shell_init(commands)
     add_client_commands(commands)
+    add_service_commands(commands)
     return parser
 
 
@@ -579,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args, unknown = parser.parse_known_args(arguments)
+    if getattr(args, "takes_serve_flags", False):  # service install: the flags for serve
+        args.serve_flags, unknown = unknown, []
     if unknown:
         # Said by the sub-command's own parser, so the usage shown is the right one.
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")

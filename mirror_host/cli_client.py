@@ -193,6 +193,18 @@ def _check_code(args: argparse.Namespace) -> None:
         args.parser.error(f"--code {args.code!r} is not a pairing code: {exc}, such as ABCD-2345")
 
 
+def _tls_unsupported() -> str | None:
+    """Why this Python cannot speak Prowl's TLS-PSK, or None when it can."""
+    from mirror_host.errors import TLSUnsupported
+    from mirror_host.host.tls import check_psk_route
+
+    try:
+        check_psk_route()
+    except TLSUnsupported as exc:
+        return str(exc)
+    return None
+
+
 def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     from mirror_host.auth.devices import name_problem
     from mirror_host.client.attach import AttachError, AttachOptions, attach
@@ -234,6 +246,10 @@ def _run_attach(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
             stdout.write("\n")  # the detach key ended it: leave the prompt's line
         return line if line else None
 
+    unsupported = _tls_unsupported()
+    if unsupported:
+        say(unsupported)
+        return 1
     try:
         return trio.run(lambda: attach(options, say=say, show=show, ask=ask))
     except AttachError as exc:
@@ -282,6 +298,10 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
         pane=args.pane,
         wait=args.wait,
     )
+    unsupported = _tls_unsupported()
+    if unsupported:
+        print(f"mirror-host: {unsupported}", file=sys.stderr)
+        return 1
     results: list[CheckResult] = []
 
     def progress(result: CheckResult) -> None:

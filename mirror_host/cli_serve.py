@@ -18,6 +18,7 @@ from mirror_host.errors import ConfigError, MirrorHostError
 from mirror_host.host.admin import ticket_reply
 from mirror_host.host.server import PairingTicket
 from mirror_host.host.service import run_host
+from mirror_host.host.tls import check_psk_route
 from mirror_host.logs import configure_logging
 from mirror_host.panes.source import PaneSource
 
@@ -123,6 +124,9 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.flush()
 
     try:
+        # Before anything is created: a Python that cannot speak Prowl's TLS
+        # stops here, with no state directory or device store written.
+        check_psk_route()
         trio.run(_main, config, source, commands, args.pair, show)
     except MirrorHostError as exc:  # the store, the admin socket, the port, TLS, the source
         print(f"mirror-host: {exc}", file=sys.stderr)

@@ -58,6 +58,7 @@ __all__ = [
     "ProtocolError",
     "ProtocolViolation",
     "RemoteProtocolError",
+    "ServiceError",
     "StoreError",
     "UnsupportedOperation",
 ]
@@ -156,8 +157,12 @@ class ListenError(MirrorHostError):
     """The listen address cannot be bound (in use, not ours, not allowed)."""
 
 
+class ServiceError(MirrorHostError):
+    """``mirror-host service`` cannot do what was asked here; the message says why."""
+
+
 class TLSUnsupported(MirrorHostError):
-    """This Python cannot do TLS-PSK (3.11/3.12 without ``sslpsk3``); the message says how."""
+    """This Python cannot do TLS-PSK (its start-up check failed); the message says why."""
 
 
 class InvalidArgument(MirrorHostError, ValueError):

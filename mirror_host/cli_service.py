@@ -1,0 +1,131 @@
+"""``mirror-host service``: run the host as a per-user service. Front door.
+
+Parses, checks the serve flags with ``serve``'s own parser and settings, then
+hands over to :mod:`mirror_host.system_service.manage`. Exit codes: 0 success
+(``status``: the service runs), 1 failure (``status``: not installed or not
+running), 2 bad usage or settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from mirror_host.errors import ServiceError
+
+__all__ = ["add_service_commands"]
+
+_INSTALL_EPILOG = """\
+Every flag that `mirror-host serve` takes can follow (put `--` before them if one
+could be mistaken for an option of install itself). The service runs `serve` with
+those flags, with the Python that runs this command, and with this shell's PATH,
+SHELL, locale, XDG directories, HERDR_SOCKET_PATH, HERDR_SESSION, TMUX_TMPDIR and
+MIRROR_HOST_* variables, so it finds the same programs, config file and state
+directory as `mirror-host serve` run here. Run install again to change them.
+
+Linux: a systemd user unit, ~/.config/systemd/user/mirror-host.service, enabled and
+(re)started; logs in the journal (journalctl --user -u mirror-host).
+macOS: a launchd agent, ~/Library/LaunchAgents/dev.mirror-host.plist, loaded now
+and at each login; logs in ~/Library/Logs/mirror-host/mirror-host.log.
+
+examples:
+  mirror-host service install --source herdr
+  mirror-host service install --dry-run --source tmux --tmux-socket agents
+  mirror-host service install -- --source local --local-command htop
+"""
+
+
+def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``service install``, ``service status`` and ``service uninstall``."""
+    service = commands.add_parser(
+        "service",
+        help="run the host as a service (systemd user unit, launchd agent)",
+        description=(
+            "Install mirror-host as a per-user service that starts by itself and restarts "
+            "when it fails: a systemd user unit on Linux, a launchd agent on macOS."
+        ),
+    )
+    actions = service.add_subparsers(dest="service_command", required=True, metavar="ACTION")
+    install = actions.add_parser(
+        "install",
+        help="write, enable and start the service for `serve` with the flags that follow",
+        description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
+        epilog=_INSTALL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    install.add_argument(
+        "--user",
+        action="store_true",
+        help="a service of your own user (the default and the only kind: the host must run "
+        "as the user whose panes, Herdr and tmux it mirrors)",
+    )
+    install.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the unit or agent and the commands, and change nothing",
+    )
+    install.set_defaults(parser=install, handler=_run_install, takes_serve_flags=True)
+
+    status = actions.add_parser(
+        "status",
+        help="is the service installed, enabled, running",
+        description="Show whether the service is installed, enabled and running, its command "
+        "and where its logs are. Exit status 0 only while it runs.",
+    )
+    status.set_defaults(parser=status, handler=_run_status)
+
+    uninstall = actions.add_parser(
+        "uninstall",
+        help="stop the service and remove it",
+        description="Stop the service and remove its unit or agent. Paired devices and logs stay.",
+    )
+    uninstall.add_argument("--dry-run", action="store_true", help="print what would be done")
+    uninstall.set_defaults(parser=uninstall, handler=_run_uninstall)
+
+
+def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> list[str]:
+    """The serve flags, after ``serve``'s parser and settings accept them (else exit 2)."""
+    from mirror_host.cli import build_parser, load_settings
+
+    if flags[:1] == ["--"]:
+        flags = flags[1:]
+    serve_args = build_parser().parse_args(["serve", *flags])
+    if serve_args.pair:
+        install.error(
+            "--pair is not for a service: the pairing code would go to the service's log; "
+            "run `mirror-host pair` in a terminal once the service runs"
+        )
+    load_settings(serve_args)  # ConfigError: exit 2, said by main()
+    return flags
+
+
+def _run_install(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.system_service.manage import System, install
+
+    flags = _checked_serve_flags(args.parser, list(getattr(args, "serve_flags", [])))
+    try:
+        return install(flags, dry_run=args.dry_run, out=stdout, system=System())
+    except ServiceError as exc:
+        print(f"mirror-host: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.system_service.manage import System, status
+
+    try:
+        return status(out=stdout, system=System())
+    except ServiceError as exc:
+        print(f"mirror-host: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run_uninstall(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from mirror_host.system_service.manage import System, uninstall
+
+    try:
+        return uninstall(dry_run=args.dry_run, out=stdout, system=System())
+    except ServiceError as exc:
+        print(f"mirror-host: {exc}", file=sys.stderr)
+        return 1

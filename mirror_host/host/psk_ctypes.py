@@ -1,0 +1,250 @@
+"""TLS-PSK callbacks on Python 3.11 and 3.12, through ctypes. I/O edge.
+
+Python 3.13 gave ``ssl.SSLContext`` PSK callbacks. Before that the standard
+library has no PSK API, but the OpenSSL its ``_ssl`` module runs on has one, so
+this module calls it directly, with nothing to compile:
+
+1. **The library.** ``_ssl`` is an extension module linked against libssl (Linux
+   distributions, pyenv, python.org's macOS installer, Homebrew): opening
+   ``_ssl.__file__`` again gives a handle whose symbol lookups search ``_ssl``
+   and then the libraries it loaded, so the functions found are the very ones
+   ``_ssl`` calls (and where OpenSSL is linked into ``_ssl`` itself, they are
+   found there). A Python with ``_ssl`` built into the interpreter is searched
+   through the process's global symbols instead. Either way the library must
+   report the OpenSSL version ``ssl.OPENSSL_VERSION_NUMBER`` names.
+2. **The ``SSL_CTX*``.** In CPython 3.11 and 3.12, ``_ssl._SSLContext`` objects
+   (``PySSLContext`` in ``Modules/_ssl.c``) hold their ``SSL_CTX *ctx`` right
+   after the object header. The pointer read there is only used after OpenSSL
+   agrees it is a context whose options are exactly ``context.options``.
+3. **The callbacks** go on the ``SSL_CTX`` (``SSL_CTX_set_psk_server_callback``,
+   ``SSL_CTX_set_psk_client_callback``); ``SSL_new`` copies them into every
+   connection made from the context, so there is nothing to do per connection
+   (sslpsk3 set them per connection, and Trio's retried ``do_handshake`` made
+   that fragile). The ctypes function objects are stored on the context, which
+   every connection object keeps alive, so OpenSSL never calls freed code.
+
+The callbacks run inside ``SSL_do_handshake``, which ``_ssl`` calls with the GIL
+released; ctypes takes the GIL back on the same thread and thread state, so the
+Python code sees the calling task's ``contextvars`` (the host relies on this to
+bind the PSK identity to its connection; ``tests/integration/test_tls.py``).
+Key bytes are copied into OpenSSL's buffer and never logged.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import ssl
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mirror_host.errors import TLSUnsupported
+
+__all__ = ["ClientCallback", "ServerCallback", "install_client_callback", "install_server_callback"]
+
+logger = logging.getLogger(__name__)
+
+#: identity (``None`` when the client sent none) → key, ``b""`` to refuse.
+ServerCallback = Callable[[str | None], bytes]
+#: server's identity hint → (identity, key), as ``SSLContext.set_psk_client_callback``.
+ClientCallback = Callable[[str | None], tuple[str | None, bytes]]
+
+#: CPython versions whose ``PySSLContext`` layout this module knows.
+SUPPORTED_PYTHONS = ((3, 11), (3, 12))
+
+# unsigned int (*)(SSL *ssl, const char *identity, unsigned char *psk, unsigned int max_psk_len)
+_SERVER_CB = ctypes.CFUNCTYPE(
+    ctypes.c_uint, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint
+)
+# unsigned int (*)(SSL *ssl, const char *hint, char *identity, unsigned int max_identity_len,
+#                  unsigned char *psk, unsigned int max_psk_len)
+_CLIENT_CB = ctypes.CFUNCTYPE(
+    ctypes.c_uint,
+    ctypes.c_void_p,
+    ctypes.c_char_p,
+    ctypes.c_void_p,
+    ctypes.c_uint,
+    ctypes.c_void_p,
+    ctypes.c_uint,
+)
+
+#: Attribute of the SSLContext that keeps its ctypes callbacks alive.
+_KEEPALIVE = "_mirror_host_psk_callbacks"
+
+
+class _LibSSL:
+    """The OpenSSL functions this module calls, from the library ``_ssl`` uses."""
+
+    def __init__(self, library: ctypes.CDLL, where: str) -> None:
+        self.where = where
+        self.set_server = library.SSL_CTX_set_psk_server_callback
+        self.set_server.argtypes = [ctypes.c_void_p, _SERVER_CB]
+        self.set_server.restype = None
+        self.set_client = library.SSL_CTX_set_psk_client_callback
+        self.set_client.argtypes = [ctypes.c_void_p, _CLIENT_CB]
+        self.set_client.restype = None
+        self.use_hint = library.SSL_CTX_use_psk_identity_hint
+        self.use_hint.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        self.use_hint.restype = ctypes.c_int
+        self.get_options = library.SSL_CTX_get_options
+        self.get_options.argtypes = [ctypes.c_void_p]
+        self.get_options.restype = ctypes.c_uint64
+        version = library.OpenSSL_version_num
+        version.argtypes = []
+        version.restype = ctypes.c_ulong
+        self.version_number = int(version())
+
+
+_libssl: _LibSSL | None = None
+
+
+def _library_candidates() -> list[tuple[str, Callable[[], ctypes.CDLL]]]:
+    import _ssl
+
+    candidates: list[tuple[str, Callable[[], ctypes.CDLL]]] = []
+    path = getattr(_ssl, "__file__", None)
+    if isinstance(path, str):
+        candidates.append((path, lambda: ctypes.CDLL(path)))
+    candidates.append(("the interpreter's own symbols", lambda: ctypes.CDLL(None)))
+    return candidates
+
+
+def _load() -> _LibSSL:
+    """The OpenSSL ``_ssl`` runs on, found once per process.
+
+    Raises:
+        TLSUnsupported: this interpreter is not one whose layout is known, or its
+            OpenSSL's PSK functions cannot be reached.
+    """
+    global _libssl
+    if _libssl is not None:
+        return _libssl
+    version = sys.version_info[:2]
+    if sys.implementation.name != "cpython" or version not in SUPPORTED_PYTHONS:
+        raise TLSUnsupported(
+            f"TLS-PSK through ctypes is for CPython 3.11 and 3.12, not "
+            f"{sys.implementation.name} {version[0]}.{version[1]}"
+        )
+    tried: list[str] = []
+    for where, opener in _library_candidates():
+        try:
+            found = _LibSSL(opener(), where)
+        except (OSError, AttributeError) as exc:
+            tried.append(f"{where}: {exc}")
+            continue
+        if found.version_number != ssl.OPENSSL_VERSION_NUMBER:
+            tried.append(
+                f"{where}: OpenSSL {found.version_number:#x}, "
+                f"but ssl runs on {ssl.OPENSSL_VERSION_NUMBER:#x}"
+            )
+            continue
+        _libssl = found
+        return found
+    raise TLSUnsupported(
+        f"this Python's ssl module ({ssl.OPENSSL_VERSION}) does not expose OpenSSL's PSK "
+        f"functions ({'; '.join(tried)})"
+    )
+
+
+def _ctx_pointer(context: ssl.SSLContext, libssl: _LibSSL) -> int:
+    """The ``SSL_CTX*`` inside ``context``, checked with OpenSSL before use."""
+    import _ssl
+
+    offset = object.__basicsize__  # PyObject_HEAD, then ``SSL_CTX *ctx``
+    base: Any = _ssl._SSLContext
+    room = base.__basicsize__ - offset
+    if not isinstance(context, base) or room < ctypes.sizeof(ctypes.c_void_p):
+        raise TLSUnsupported("this Python's SSLContext has not the layout of CPython 3.11/3.12")
+    pointer = ctypes.c_void_p.from_address(id(context) + offset).value
+    if not pointer or pointer % ctypes.alignment(ctypes.c_void_p):
+        raise TLSUnsupported("this Python's SSLContext holds no OpenSSL context where expected")
+    if libssl.get_options(pointer) != int(context.options):
+        raise TLSUnsupported(
+            "the OpenSSL context found in this Python's SSLContext is not the one it uses"
+        )
+    return pointer
+
+
+def _keep(context: ssl.SSLContext, callback: object) -> None:
+    kept: list[object] = context.__dict__.setdefault(_KEEPALIVE, [])
+    kept.append(callback)
+
+
+def install_server_callback(context: ssl.SSLContext, lookup: ServerCallback) -> None:
+    """Make every server connection from ``context`` take its PSK from ``lookup``.
+
+    An empty key, an identity that is not UTF-8, a key longer than OpenSSL's
+    buffer or an exception in ``lookup`` all refuse the handshake
+    (``unknown_psk_identity``), as the standard library's callback does.
+
+    Raises:
+        TLSUnsupported: see :func:`_load`, or ``context`` is not as expected.
+    """
+    libssl = _load()
+    pointer = _ctx_pointer(context, libssl)
+
+    def server(_ssl: int | None, identity: bytes | None, psk: int | None, max_len: int) -> int:
+        try:
+            name = None if identity is None else identity.decode("utf-8")
+            key = lookup(name)
+            if not key or psk is None or len(key) > max_len:
+                return 0
+            ctypes.memmove(psk, key, len(key))
+            return len(key)
+        except UnicodeDecodeError:
+            return 0
+        except Exception as exc:  # nothing may escape into OpenSSL
+            logger.error("TLS-PSK server callback failed: %s", type(exc).__name__)
+            return 0
+
+    function = _SERVER_CB(server)
+    _keep(context, function)
+    libssl.set_server(pointer, function)
+    if libssl.use_hint(pointer, b"") != 1:
+        raise TLSUnsupported("OpenSSL refused an empty PSK identity hint")
+
+
+def install_client_callback(context: ssl.SSLContext, choose: ClientCallback) -> None:
+    """Make every client connection from ``context`` offer what ``choose`` returns.
+
+    An identity or key that does not fit OpenSSL's buffers, or an exception in
+    ``choose``, gives OpenSSL no PSK, which ends the handshake.
+
+    Raises:
+        TLSUnsupported: see :func:`_load`, or ``context`` is not as expected.
+    """
+    libssl = _load()
+    pointer = _ctx_pointer(context, libssl)
+
+    def client(
+        _ssl: int | None,
+        hint: bytes | None,
+        identity_out: int | None,
+        max_identity: int,
+        psk: int | None,
+        max_len: int,
+    ) -> int:
+        try:
+            shown = None if hint is None else hint.decode("utf-8", "replace")
+            identity, key = choose(shown)
+            name = (identity or "").encode("utf-8") + b"\0"
+            if identity_out is None or psk is None or len(name) > max_identity:
+                return 0
+            if not key or len(key) > max_len or b"\0" in name[:-1]:
+                return 0
+            ctypes.memmove(identity_out, name, len(name))
+            ctypes.memmove(psk, key, len(key))
+            return len(key)
+        except Exception as exc:  # nothing may escape into OpenSSL
+            logger.error("TLS-PSK client callback failed: %s", type(exc).__name__)
+            return 0
+
+    function = _CLIENT_CB(client)
+    _keep(context, function)
+    libssl.set_client(pointer, function)
+
+
+def library_location() -> str:
+    """Where the OpenSSL functions were found (for the start-up log line)."""
+    return _load().where
