@@ -52,7 +52,6 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from uuid import UUID
 
 from mirror_host.auth.pairing import PAIR_IDENTITY
@@ -84,11 +83,8 @@ from mirror_host.control import (
     Representation,
     Scroll,
     ScrollResult,
-    ScrollState,
-    StyledScrollback,
     Subscribe,
     Subscribed,
-    Viewport,
     decode_control,
     encode_control,
 )
@@ -98,7 +94,7 @@ from mirror_host.errors import (
     ProtocolViolation,
     RemoteProtocolError,
 )
-from mirror_host.panes.model import Capture, ScrollBounds, VTCapture
+from mirror_host.panes.model import Capture
 from mirror_host.session.events import (
     AuthenticateRequested,
     CommandRequested,
@@ -114,15 +110,9 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
-from mirror_host.session.history import HistorySnapshot
-from mirror_host.session.lease import Lease, ScrollOutcome, frame_key
-from mirror_host.wire import (
-    ControlPacket,
-    PacketDecoder,
-    TextFramePacket,
-    VTFramePacket,
-    encode_packet,
-)
+from mirror_host.session.history import MAX_WAITING_HISTORY_REQUESTS, HistorySnapshot, HistoryStep
+from mirror_host.session.lease import NO_FRAMES, FrameSchedule, Lease, ScrollOutcome, frame_key
+from mirror_host.wire import ControlPacket, PacketDecoder, encode_packet
 
 __all__ = [
     "AUTH_TIMEOUT_SECONDS",
@@ -141,8 +131,6 @@ IDLE_TIMEOUT_SECONDS = 8.0
 AUTH_TIMEOUT_SECONDS = 5.0
 MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
 MAX_INPUT_BYTES = 65_536
-#: History requests queued behind a capture in progress; more is a flood.
-MAX_WAITING_HISTORY_REQUESTS = 64
 
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 HISTORY_UNAVAILABLE = "HISTORY_UNAVAILABLE: Cannot capture history within the supported limits."
@@ -161,21 +149,6 @@ class Phase(enum.Enum):
     PAIRING = "pairing"
     AUTHENTICATED = "authenticated"
     CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class FrameSchedule:
-    """What the sampler of this connection's lease should do at ``now``.
-
-    ``open``: a capture taken now could be sent (a lease, the gate open, no
-    scroll settling). ``due``: a pending scroll's deadline has passed, so sample
-    even if the pane did not change. ``wake_at``: the next scroll deadline still
-    ahead, if any.
-    """
-
-    open: bool
-    due: bool
-    wake_at: float | None
 
 
 class Session:
@@ -197,7 +170,6 @@ class Session:
         #: The device this connection logged in as (after ``accept_authentication``).
         self.device_id: UUID | None = None
         self.lease: Lease | None = None
-        self.history: HistorySnapshot | None = None
         self._decoder = PacketDecoder()
         self._events: deque[Event] = deque()
         self._outbound: list[bytes] = []
@@ -209,8 +181,6 @@ class Session:
         self._flush_on_close = False
         self._subscribe_pending = False
         self._command_in_flight: Command | None = None
-        self._history_capturing = False
-        self._history_waiting: deque[History] = deque()
         self._waker: Callable[[], None] | None = None
         self._next_ping = now + HEARTBEAT_SECONDS
         self._idle_deadline = now + IDLE_TIMEOUT_SECONDS
@@ -398,14 +368,8 @@ class Session:
         """What the lease's sampler should do now (see :class:`FrameSchedule`)."""
         lease = self.lease
         if lease is None or self.phase is not Phase.AUTHENTICATED:
-            return FrameSchedule(open=False, due=False, wake_at=None)
-        may_send, _ = lease.scroll.frame_policy(now)
-        deadlines = lease.scroll.deadlines()
-        return FrameSchedule(
-            open=lease.gate.is_open and may_send,
-            due=any(d <= now for d in deadlines),
-            wake_at=min((d for d in deadlines if d > now), default=None),
-        )
+            return NO_FRAMES
+        return lease.frame_schedule(now)
 
     def offer_frame(self, capture: Capture, now: float) -> int | None:
         """Send ``capture`` if the gate allows it; return its sequence or ``None``.
@@ -421,65 +385,26 @@ class Session:
         may_send, force = lease.scroll.frame_policy(now)
         if not may_send:
             return None
-        key = frame_key(
-            capture,
-            with_viewport=lease.wants_viewport_text,
-            with_bounds=lease.wants_scroll_state,
-            with_styled=lease.wants_styled_scrollback,
-        )
+        key = frame_key(capture, lease.opt_ins)
         if not lease.gate.would_send(key, force=force):
             return None
         sequence = lease.gate.next_sequence
-        sub = lease.subscription_id
         try:
-            frame: bytes
-            if isinstance(capture, VTCapture):
-                if lease.representation is not Representation.VT:
-                    raise LocalProtocolError("a VT capture for a text lease")
-                frame = encode_packet(
-                    VTFramePacket(sub, sequence, capture.columns, capture.rows, capture.data)
-                )
-            else:
-                frame = encode_packet(
-                    TextFramePacket(
-                        sub,
-                        sequence,
-                        capture.columns,
-                        capture.rows,
-                        capture.truncated,
-                        capture.text,
-                    )
-                )
+            frame = lease.frame_packet(capture, sequence)
         except LocalProtocolError as exc:
             self._close(f"cannot send frame: {exc}")
             return None
         lease.gate.commit(key)
-        if lease.wants_viewport_text and isinstance(capture, VTCapture):
-            archive, styled = capture.styled_scrollback, None
-            if archive is not None and lease.wants_styled_scrollback:
-                styled = StyledScrollback(data=archive.data, row_offset=archive.row_offset)
-            self._queue(
-                Viewport(
-                    styled_scrollback=styled,
-                    text=capture.viewport_text,
-                    sequence=sequence,
-                    subscription_id=sub,
-                )
-            )
-        if lease.wants_scroll_state:
-            bounds = capture.scroll_bounds or ScrollBounds()
-            self._queue(
-                ScrollState(
-                    at_top=bounds.at_top,
-                    at_bottom=bounds.at_bottom,
-                    sequence=sequence,
-                    subscription_id=sub,
-                )
-            )
+        for message in lease.companions(capture, sequence):
+            self._queue(message)
         self._queue_bytes(frame)
         completed = lease.scroll.completes_with(sequence)
         if completed is not None:
-            self._queue(ScrollResult(request_id=completed, sequence=sequence, subscription_id=sub))
+            self._queue(
+                ScrollResult(
+                    request_id=completed, sequence=sequence, subscription_id=lease.subscription_id
+                )
+            )
         return sequence
 
     def scroll_applied(self, request_id: UUID, now: float) -> None:
@@ -510,33 +435,30 @@ class Session:
         order. Returns True when one of them asks for another new snapshot: the
         host captures again and calls this (or :meth:`history_unavailable`) again.
         """
-        self._history_capturing = False
-        if self.lease is None or self.phase is not Phase.AUTHENTICATED:
-            return False
-        self.history = HistorySnapshot.build(
+        snapshot = HistorySnapshot.build(
             history_id, text, captured_at=captured_at, source_truncated=truncated
         )
-        self._send_history_page(None)
-        return self._answer_waiting_history()
+        return self._history_done(snapshot)
 
     def history_unavailable(self) -> bool:
         """History cannot be captured: a non-fatal ``HISTORY_UNAVAILABLE``.
 
         Returns as :meth:`history_captured` does.
         """
-        self._history_capturing = False
-        if self.lease is None or self.phase is not Phase.AUTHENTICATED:
-            return False
-        self._queue(Failure(error=HISTORY_UNAVAILABLE, subscription_id=self.lease.subscription_id))
-        return self._answer_waiting_history()
+        return self._history_done(None)
 
-    def _answer_waiting_history(self) -> bool:
+    def _history_done(self, snapshot: HistorySnapshot | None) -> bool:
+        lease = self.lease
+        if lease is None or self.phase is not Phase.AUTHENTICATED:
+            return False
+        if snapshot is None:
+            self._queue(Failure(error=HISTORY_UNAVAILABLE, subscription_id=lease.subscription_id))
         try:
-            while self._history_waiting and not self._history_capturing:
-                self._answer_history(self._history_waiting.popleft(), announce=False)
+            for page in lease.history.finish(snapshot):
+                self._queue(page)
         except RemoteProtocolError as exc:
             self._close(f"protocol error: {exc}")
-        return self._history_capturing and not self.is_closed
+        return lease.history.capturing and not self.is_closed
 
     def send_command_result(self, request_id: UUID, response: JSONValue) -> None:
         """Answer the command in flight (or a receipt query)."""
@@ -580,7 +502,6 @@ class Session:
         self._close_is_failure = is_failure
         self._flush_on_close = flush
         self._events.clear()
-        self._history_waiting.clear()
         if not flush:
             self._outbound.clear()
             self._queued_bytes = 0
@@ -688,42 +609,12 @@ class Session:
 
     def _on_history(self, message: ControlMessage, now: float) -> None:
         assert isinstance(message, History)
-        self._lease_for(message.subscription_id)
-        if self._history_capturing:
-            # Answered in request order: after the capture under way.
-            if len(self._history_waiting) >= MAX_WAITING_HISTORY_REQUESTS:
-                raise ProtocolViolation("too many history requests waiting for a capture")
-            self._history_waiting.append(message)
-            return
-        self._answer_history(message)
-
-    def _answer_history(self, message: History, *, announce: bool = True) -> None:
-        lease = self.lease
-        assert lease is not None
-        if message.history_id is None:
-            self._history_capturing = True
-            if announce:
-                self._events.append(HistoryRequested(lease.subscription_id, lease.pane_id))
-            return
-        if self.history is None or message.history_id != self.history.id:
-            raise ProtocolViolation("history names an unknown snapshot")
-        self._send_history_page(message.offset)
-
-    def _send_history_page(self, offset: int | None) -> None:
-        snapshot, lease = self.history, self.lease
-        assert snapshot is not None and lease is not None
-        start, lines = snapshot.page_before(offset)
-        self._queue(
-            HistoryPage(
-                history_id=snapshot.id,
-                offset=start,
-                lines=lines,
-                total=snapshot.total,
-                subscription_id=lease.subscription_id,
-                captured_at=snapshot.captured_at,
-                truncated=snapshot.truncated,
-            )
-        )
+        lease = self._lease_for(message.subscription_id)
+        answer = lease.history.request(message)
+        if isinstance(answer, HistoryPage):
+            self._queue(answer)
+        elif answer is HistoryStep.CAPTURE:
+            self._events.append(HistoryRequested(lease.subscription_id, lease.pane_id))
 
     def _on_command(self, message: ControlMessage, now: float) -> None:
         assert isinstance(message, Command)

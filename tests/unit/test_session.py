@@ -34,7 +34,7 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
-from mirror_host.session.lease import Lease
+from mirror_host.session.lease import Lease, OptIns
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,
@@ -447,7 +447,7 @@ def test_styled_scrollback_only_with_both_opt_ins_on_vt(
     archive: bool,
 ) -> None:
     session, _ = subscribed(representation, viewport=viewport, styled=styled, caps=caps)
-    assert session.lease is not None and session.lease.wants_styled_scrollback is archive
+    assert session.lease is not None and session.lease.opt_ins.styled_scrollback is archive
     if representation is VT:
         session.offer_frame(vt(viewport_text="old", styled_scrollback=ARCHIVE), 1.0)
     else:
@@ -463,12 +463,10 @@ def test_a_lease_never_wants_the_archive_without_viewport_text() -> None:
         subscription_id=uuid.uuid4(),
         pane_id=PANE,
         representation=c.Representation.VT,
-        wants_viewport_text=False,
-        wants_scroll_state=False,
+        opt_ins=OptIns(viewport_text=False, scroll_state=False, styled_scrollback=True),
         can_scroll=True,
-        wants_styled_scrollback=True,
     )
-    assert not lease.wants_styled_scrollback
+    assert not lease.opt_ins.styled_scrollback
 
 
 def test_an_archive_only_change_is_a_frame_change_for_opted_in_leases_only() -> None:
