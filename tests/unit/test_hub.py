@@ -17,7 +17,7 @@ import trio.testing
 from mirror_host import control as c
 from mirror_host.errors import PaneSourceError
 from mirror_host.host.hub import FIRST_CAPTURE_SECONDS, HISTORY_SECONDS, SCROLL_SECONDS
-from mirror_host.session.connection import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
+from mirror_host.session.logged_in import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
 from tests.unit.connection_harness import connect, hub_with, subscribe, subscribed_peer
