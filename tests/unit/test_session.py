@@ -7,8 +7,6 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from mirror_host import control as c
 from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
@@ -41,7 +39,6 @@ from mirror_host.wire import (
     VTFramePacket,
     encode_packet,
 )
-from tests.strategies import messages
 
 HOST = UUID("00000000-0000-0000-0000-0000000000AA")
 DEVICE = UUID("00000000-0000-0000-0000-0000000000D1")
@@ -751,21 +748,3 @@ def test_command_lease_rules() -> None:
         packet(command(None, c.AgentsInputCommand(pane=str(PANE), prompt=""))), 1.0
     )
     assert session.is_closed
-
-
-# ------------------------------------------------------------------ any input
-
-
-@given(st.lists(messages, max_size=8))
-def test_any_client_message_sequence_keeps_the_session_consistent(sequence: list[Any]) -> None:
-    session, _ = subscribed()
-    now = 1.0
-    for message in sequence:
-        session.receive_data(packet(message), now)
-        events(session)
-        outgoing(session)
-        now += 0.1
-        if session.is_closed:
-            assert session.data_to_send() == b""
-            break
-    assert session.phase in (Phase.SUBSCRIBED, Phase.CLOSED)
