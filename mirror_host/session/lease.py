@@ -293,18 +293,23 @@ class FrameSchedule:
     """What the sampler of a lease should do at ``now``.
 
     ``open``: a capture taken now could be sent (a lease, the gate open, no
-    scroll settling). ``due``: a pending scroll's deadline has passed, so sample
-    even if the pane did not change. ``wake_at``: the next scroll deadline still
-    ahead, if any.
+    scroll settling). ``passed_at``: the latest deadline of a pending scroll
+    that has already passed (sample then, even if the pane did not change).
+    ``wake_at``: the next scroll deadline still ahead, if any.
     """
 
     open: bool
-    due: bool
+    passed_at: float | None
     wake_at: float | None
+
+    @property
+    def due(self) -> bool:
+        """A pending scroll's deadline has passed."""
+        return self.passed_at is not None
 
 
 #: The schedule of a connection that holds no lease (or has closed).
-NO_FRAMES = FrameSchedule(open=False, due=False, wake_at=None)
+NO_FRAMES = FrameSchedule(open=False, passed_at=None, wake_at=None)
 
 
 def frame_key(capture: Capture, opt_ins: OptIns) -> object:
@@ -356,7 +361,7 @@ class Lease:
         deadlines = self.scroll.deadlines()
         return FrameSchedule(
             open=self.gate.is_open and may_send,
-            due=any(d <= now for d in deadlines),
+            passed_at=max((d for d in deadlines if d <= now), default=None),
             wake_at=min((d for d in deadlines if d > now), default=None),
         )
 

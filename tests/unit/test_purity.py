@@ -25,6 +25,7 @@ PURE_MODULES = [
     "mirror_host.session.link",
     "mirror_host.session.login",
     "mirror_host.session.logged_in",
+    "mirror_host.session.pacer",
     "mirror_host.session.lease",
     "mirror_host.session.history",
     "mirror_host.panes.model",
