@@ -28,18 +28,20 @@ session ends by design. Nothing leaves it.
 ::
 
     AUTHENTICATING --authenticate--> VERIFYING --accept--> AUTHENTICATED
-          |         --pair--> PAIRING --paired--> CLOSED (after `paired`)
-          +-- timeout (5 s, also while VERIFYING) / reject --> CLOSED
+          |                              +--reject--> CLOSED
+          +--pair--> PAIRING --paired--> CLOSED (after `paired`)
+                        +--reject--> CLOSED
+    (the 5 s login deadline runs in AUTHENTICATING and VERIFYING)
 
     AUTHENTICATED --subscribe--> SUBSCRIBING --grant--> SUBSCRIBED --ended--> CLOSED
-          ^                           |
+          ^                           |                            (after `ended`)
           +-------- pane busy --------+-- first capture failed --> CLOSED
 
-Three more pieces of state run beside these, each with one owner: the command
-slot (one command in flight, :class:`~mirror_host.session.logged_in.CommandSlot`),
-and within a lease the frame gate and the scroll tracker
-(:mod:`mirror_host.session.lease`) and the history desk (idle or capturing,
-:class:`~mirror_host.session.history.HistoryDesk`).
+Four smaller pieces of state run beside these, each with one owner: the
+command slot (one command in flight,
+:class:`~mirror_host.session.logged_in.CommandSlot`), and within a lease the
+frame gate and the scroll tracker (:mod:`mirror_host.session.lease`) and the
+history desk (idle or capturing, :class:`~mirror_host.session.history.HistoryDesk`).
 """
 
 from __future__ import annotations

@@ -844,6 +844,8 @@ class SessionMachine(RuleBasedStateMachine):
     def writer_stops_confirming(self, frames: int) -> None:
         """The transport takes big frames and confirms none: past 16 MiB, the session closes."""
         model = self.model
+        if model.outstanding:
+            self.acknowledge()
         for i in range(frames):
             capture = VTCapture(columns=80, rows=24, data=b"x" * BIG + bytes([i]))
             sequence = self.session.offer_frame(capture, model.now)
@@ -1000,16 +1002,20 @@ class SessionMachine(RuleBasedStateMachine):
         return c.Command(subscription_id=subscription_id, command_request=request)
 
     @precondition(lambda self: self.phase in LOGGED_IN and self.model.in_flight_command is None)
-    @rule(kind=st.sampled_from(["profiles", "list", "agentsInput"]))
-    def command(self, kind: str) -> None:
-        """A command as the rules allow it here: a targeted one needs the lease; a
-        subscribed connection names its lease and may only ``list``."""
+    @rule(kind=st.sampled_from(["profiles", "list", "agentsInput"]), retried=st.booleans())
+    def command(self, kind: str, retried: bool) -> None:
+        """A command as the rules allow it here (a targeted one needs the lease; a
+        subscribed connection names its lease and may only ``list``), perhaps sent
+        twice, as a client retries: the duplicate is dropped."""
         subscribed = self.phase is Phase.SUBSCRIBED
         if subscribed and kind == "profiles":
             kind = "list"
         elif not subscribed and kind == "agentsInput":
             kind = "profiles"
-        self.send(self.command_message(kind, self.model.subscription_id if subscribed else None))
+        message = self.command_message(kind, self.model.subscription_id if subscribed else None)
+        self.send(message)
+        if retried:
+            self.send(message)
 
     @precondition(lambda self: self.model.in_flight_command is not None)
     @rule()
