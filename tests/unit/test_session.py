@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 
 from mirror_host import control as c
+from mirror_host.errors import LocalProtocolError
 from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.session.connection import Phase, Session
 from mirror_host.session.events import (
@@ -221,6 +222,28 @@ def test_pairing_sends_paired_then_closes() -> None:
     session.send_paired(DEVICE, b"k" * 32)
     assert outgoing(session) == [c.Paired(host_id=HOST, device_id=DEVICE, key=b"k" * 32)]
     assert session.is_closed and session.flushes_on_close
+
+
+def test_a_pairing_overtaken_by_a_revoke_ends_quietly() -> None:
+    """The store write finished after ``revoke --all`` closed the session: no
+    ``paired``, and no exception for the host to log as a failed connection."""
+    session = new_session(identity="pair")
+    outgoing(session)
+    session.receive_data(packet(c.Pair(name="Mac", proof=b"p" * 32)), 0.1)
+    events(session)
+    session.revoke()
+    session.send_paired(DEVICE, b"k" * 32)
+    assert session.data_to_send() == b""
+    assert not closed_reason(session).is_failure
+
+
+def test_a_host_decision_out_of_turn_is_the_hosts_bug() -> None:
+    session = logged_in()
+    with pytest.raises(LocalProtocolError):
+        session.send_paired(DEVICE, b"k" * 32)
+    with pytest.raises(LocalProtocolError):
+        session.send_pane_busy()  # no subscribe is waiting
+    assert session.phase is Phase.AUTHENTICATED and session.data_to_send() == b""
 
 
 def test_malformed_packet_closes_silently() -> None:
