@@ -555,9 +555,9 @@ class Hub:
         capture = await self.source.capture(
             sub.pane_id,
             lease.representation,
-            with_viewport_text=lease.wants_viewport_text,
-            with_scroll_bounds=lease.wants_scroll_state,
-            with_styled_scrollback=lease.wants_styled_scrollback,
+            with_viewport_text=lease.opt_ins.viewport_text,
+            with_scroll_bounds=lease.opt_ins.scroll_state,
+            with_styled_scrollback=lease.opt_ins.styled_scrollback,
         )
         _check_limits(capture)
         return capture

@@ -2,8 +2,8 @@
 
 Requests are things the host must act on (verify a proof, list panes, write
 input); facts are past-tense (``ConnectionClosed``). The session has already
-checked everything it can check alone (phase, lease, sizes) before it emits an
-event, so the host never re-validates the peer's message.
+checked everything it can check alone (its state table, the lease, sizes)
+before it emits an event, so the host never re-validates the peer's message.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""Frozen history snapshots, their 200-line pages, and the reads behind them. Pure.
+"""History snapshots, their 200-line pages and the requests for them
+(docs/protocol.md §4.5). Pure.
 
 A snapshot keeps the newest 2 MiB of UTF-8 (a split leading character is
 dropped), is split on ``\\n`` and never changes. Pages are the 200 lines just
 before an offset, so a client walking backwards sees contiguous pages that end
-exactly where the previous one began (docs/protocol.md §4.5).
+exactly where the previous one began. A lease's :class:`HistoryDesk` answers
+the requests in the order they came, queueing them behind a capture, and
+remembers when the request behind the capture under way arrived (the client's
+timer starts then).
 
 :class:`HistoryReads` decides, per pane, whether a new snapshot starts a source
 read, waits for the one under way, or takes one that finished after its asker
@@ -14,26 +18,33 @@ answers within 6 s and lets a slow read finish in the background).
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 from uuid import UUID
 
+from mirror_host.control import History, HistoryPage
 from mirror_host.errors import ProtocolViolation
 from mirror_host.panes.model import MAX_HISTORY_BYTES
 
 __all__ = [
     "MAX_SNAPSHOT_BYTES",
+    "MAX_WAITING_HISTORY_REQUESTS",
     "PAGE_LINES",
+    "HistoryDesk",
     "HistoryPlan",
     "HistoryReads",
     "HistorySnapshot",
+    "HistoryStep",
     "ReadAction",
     "keep_newest_utf8",
 ]
 
 MAX_SNAPSHOT_BYTES = MAX_HISTORY_BYTES
 PAGE_LINES = 200
+#: History requests queued behind a capture in progress; more is a flood.
+MAX_WAITING_HISTORY_REQUESTS = 64
 
 
 def keep_newest_utf8(text: str, limit: int = MAX_SNAPSHOT_BYTES) -> tuple[str, bool]:
@@ -89,6 +100,96 @@ class HistorySnapshot:
             raise ProtocolViolation(f"history offset {end} is outside 0 … {self.total}")
         start = max(0, end - PAGE_LINES)
         return start, self.lines[start:end]
+
+
+class HistoryStep(enum.Enum):
+    """What a ``history`` request needs when it is not answered with a page at once."""
+
+    #: A new snapshot: the host captures one (the desk is now capturing).
+    CAPTURE = "capture"
+    #: It waits behind the capture under way.
+    WAIT = "wait"
+
+
+class HistoryDesk:
+    """One lease's snapshot and the history requests waiting for a capture.
+
+    Two states. *Idle*: a page of the current snapshot is answered at once and
+    a request for a new snapshot starts a capture. *Capturing* (the host is
+    reading the pane): every request waits, at most
+    :data:`MAX_WAITING_HISTORY_REQUESTS` of them, and they are answered in the
+    order they came once the capture is in, so a page request sent after a new
+    snapshot's request is judged against that new snapshot, as Prowl's clients
+    expect.
+    """
+
+    def __init__(self, subscription_id: UUID) -> None:
+        self.subscription_id = subscription_id
+        self.snapshot: HistorySnapshot | None = None
+        #: True while the host reads a new snapshot (the *capturing* state).
+        self.capturing = False
+        #: When the request the capture under way answers arrived (while capturing).
+        self.asked_at: float | None = None
+        #: Requests waiting behind the capture, each with when it arrived.
+        self._waiting: deque[tuple[History, float]] = deque()
+
+    def request(self, message: History, now: float) -> HistoryPage | HistoryStep:
+        """Take a ``history`` message that arrived at ``now``: its page now, or what it needs.
+
+        Raises:
+            ProtocolViolation: too many requests waiting, an unknown snapshot, or
+                an offset outside it.
+        """
+        if self.capturing:
+            if len(self._waiting) >= MAX_WAITING_HISTORY_REQUESTS:
+                raise ProtocolViolation("too many history requests waiting for a capture")
+            self._waiting.append((message, now))
+            return HistoryStep.WAIT
+        return self._answer(message, now)
+
+    def finish(self, snapshot: HistorySnapshot | None) -> list[HistoryPage]:
+        """The capture under way is done: ``snapshot``, or ``None`` if it failed.
+
+        Returns the new snapshot's newest page, then the answers to the requests
+        that waited, in order, up to one that asks for yet another snapshot (the
+        desk is then capturing again). A failed capture's ``HISTORY_UNAVAILABLE``
+        is the caller's to send, before these.
+
+        Raises:
+            ProtocolViolation: a waiting request is invalid once its turn comes.
+        """
+        self.capturing = False
+        pages: list[HistoryPage] = []
+        if snapshot is not None:
+            self.snapshot = snapshot
+            pages.append(self._page(snapshot, None))
+        while self._waiting and not self.capturing:
+            answer = self._answer(*self._waiting.popleft())
+            if isinstance(answer, HistoryPage):
+                pages.append(answer)
+        return pages
+
+    def _answer(self, message: History, arrived: float) -> HistoryPage | HistoryStep:
+        if message.history_id is None:
+            self.capturing = True
+            self.asked_at = arrived
+            return HistoryStep.CAPTURE
+        snapshot = self.snapshot
+        if snapshot is None or message.history_id != snapshot.id:
+            raise ProtocolViolation("history names an unknown snapshot")
+        return self._page(snapshot, message.offset)
+
+    def _page(self, snapshot: HistorySnapshot, offset: int | None) -> HistoryPage:
+        start, lines = snapshot.page_before(offset)
+        return HistoryPage(
+            history_id=snapshot.id,
+            offset=start,
+            lines=lines,
+            total=snapshot.total,
+            subscription_id=self.subscription_id,
+            captured_at=snapshot.captured_at,
+            truncated=snapshot.truncated,
+        )
 
 
 T = TypeVar("T")

@@ -33,13 +33,10 @@ from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
 from mirror_host.client.credentials import CredentialStore
 from mirror_host.commands.service import CommandService
 from mirror_host.control import (
-    Input,
     Intent,
     JSONValue,
-    ListPanes,
     Ping,
     Representation,
-    Scroll,
     ScrollState,
     Subscribe,
     encode_control,
@@ -50,11 +47,13 @@ from mirror_host.host import server as server_module
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
-from mirror_host.session import connection as connection_module
+from mirror_host.session import link as link_module
 from mirror_host.session.connection import Session
-from mirror_host.session.events import InputReceived, ScrollRequested, SubscribeRequested
+from mirror_host.session.events import InputReceived, ScrollRequested
 from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import FrameGate, ScrollTracker
+from mirror_host.session.logged_in import LoggedIn
+from mirror_host.session.states import CLIENT_TRANSITIONS, Phase
 from mirror_host.wire import ControlPacket, encode_packet
 from tests.integration.conftest import host_config, port_of
 
@@ -271,20 +270,20 @@ def _scroll_duplicate_reapplied(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _scroll_replayed_but_applied_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The duplicate gets the stored `scrollResult`, but the pane is scrolled once more."""
-    original = connection_module._AUTHENTICATED_HANDLERS[Scroll]
+    original = LoggedIn._on_scroll
 
-    def on_scroll(self: Session, message: Any, now: float) -> None:
+    def on_scroll(self: LoggedIn, message: Any) -> None:
         lease = self._lease_for(message.subscription_id)
         latest = lease.scroll.latest_result
-        original(self, message, now)
-        if latest is not None and latest[0] == message.request_id and not self.is_closed:
-            self._events.append(
+        original(self, message)
+        if latest is not None and latest[0] == message.request_id:
+            self._link.emit(
                 ScrollRequested(
                     lease.subscription_id, lease.pane_id, message.request_id, message.direction
                 )
             )
 
-    monkeypatch.setitem(connection_module._AUTHENTICATED_HANDLERS, Scroll, on_scroll)
+    monkeypatch.setattr(LoggedIn, "_on_scroll", on_scroll)
 
 
 def _frames_queued_not_coalesced(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -318,15 +317,15 @@ def _frames_queued_not_coalesced(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _no_heartbeats(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_module, "HEARTBEAT_SECONDS", 3600.0)
+    monkeypatch.setattr(link_module, "HEARTBEAT_SECONDS", 3600.0)
 
 
 def _input_accepted_on_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    def on_input(self: Session, message: Any, now: float) -> None:
+    def on_input(self: LoggedIn, message: Any) -> None:
         lease = self._lease_for(message.subscription_id)
-        self._events.append(InputReceived(lease.subscription_id, lease.pane_id, message.data))
+        self._link.emit(InputReceived(lease.subscription_id, lease.pane_id, message.data))
 
-    monkeypatch.setitem(connection_module._AUTHENTICATED_HANDLERS, Input, on_input)
+    monkeypatch.setattr(LoggedIn, "_on_input", on_input)
 
 
 def _pair_proof_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -352,10 +351,10 @@ def _wrong_proof_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _second_subscribe_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
-    def on_subscribe(self: Session, message: Any, now: float) -> None:
-        self._events.append(SubscribeRequested(message))
-
-    monkeypatch.setitem(connection_module._AUTHENTICATED_HANDLERS, Subscribe, on_subscribe)
+    """The state table lets a subscribed connection subscribe again."""
+    subscribed = CLIENT_TRANSITIONS[Phase.SUBSCRIBED]
+    assert isinstance(subscribed, dict)
+    monkeypatch.setitem(subscribed, Subscribe, Phase.SUBSCRIBING)
 
 
 def _refresh_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -654,8 +653,8 @@ def _ping_before_challenge(monkeypatch: pytest.MonkeyPatch) -> None:
     def init(self: Session, **kwargs: Any) -> None:
         original(self, **kwargs)
         ping = encode_packet(ControlPacket(encode_control(Ping())))
-        self._outbound.insert(0, ping)
-        self._queued_bytes += len(ping)
+        self._link._outbound.insert(0, ping)
+        self._link._queued_bytes += len(ping)
 
     monkeypatch.setattr(Session, "__init__", init)
 
@@ -705,9 +704,7 @@ async def test_a_scroll_that_could_not_be_applied_is_replayed(
 async def test_a_failed_discovery_is_reported(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
-    reset_patches.setitem(
-        connection_module._AUTHENTICATED_HANDLERS, ListPanes, lambda self, message, now: None
-    )
+    reset_patches.setattr(Session, "send_panes", lambda self, *args: None)
     results = await run_against(state_dir, ("subscribe.vt",), allow_input=False, wait=1.0)
     assert results["discovery"].status is Status.FAILED, _statuses(results)
     assert "no `panes` within 1 s" in results["discovery"].detail

@@ -20,7 +20,7 @@ from mirror_host.panes.herdr import source as herdr_source_module
 from mirror_host.panes.herdr.protocol import pane_uuid
 from mirror_host.panes.herdr.source import HerdrSource
 from mirror_host.session import lease as lease_module
-from mirror_host.session.connection import SCROLL_BUSY
+from mirror_host.session.logged_in import SCROLL_BUSY
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.herdr_fake import FakeHerdr
 from tests.integration.conftest import paired, port_of, running_host

@@ -26,7 +26,7 @@ from mirror_host.host.hub import (
     SCROLL_SECONDS,
 )
 from mirror_host.panes.model import MAX_TEXT_BYTES, TextCapture
-from mirror_host.session.connection import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
+from mirror_host.session.logged_in import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
 from tests.unit.connection_harness import connect, hub_with, subscribe, subscribed_peer
