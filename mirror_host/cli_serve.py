@@ -16,7 +16,7 @@ from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
 from mirror_host.errors import ConfigError, MirrorHostError
 from mirror_host.host.admin import ticket_reply
-from mirror_host.host.server import PairingTicket
+from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.service import run_host
 from mirror_host.host.tls import check_psk_route
 from mirror_host.logs import configure_logging

@@ -1,7 +1,8 @@
 """Paired devices as values, and their on-disk JSON form (docs/security.md). Pure.
 
-The registry is immutable: every change returns a new one, which the host
-persists *before* it acts on it (a device is on disk before it receives its key).
+The registry is immutable: every change returns a new one, which the host's
+device book (``host/device_book.py``) persists *before* it acts on it (a device
+is on disk before it receives its key).
 Keys never appear in ``repr`` and are never logged.
 """
 

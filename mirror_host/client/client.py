@@ -34,6 +34,7 @@ from mirror_host.control import (
     encode_control,
 )
 from mirror_host.errors import ClientClosed, MirrorHostError
+from mirror_host.streams import STREAM_GONE
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,
@@ -182,7 +183,7 @@ class MirrorClient:
         async with self._send_lock:
             try:
                 await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            except STREAM_GONE as exc:
                 raise ClientClosed("connection closed while sending") from exc
 
     async def receive(self, *, timeout: float = 10.0) -> Incoming:
@@ -229,7 +230,7 @@ class MirrorClient:
             while True:
                 try:
                     data = await self.stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except STREAM_GONE:
                     self.close_notify = False  # TCP ended under TLS (or we closed)
                     return
                 if not data:

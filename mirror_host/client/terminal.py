@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import trio
 
 from mirror_host.errors import ClientError
+from mirror_host.streams import STREAM_GONE
 
 __all__ = ["ALT_SCREEN_OFF", "ALT_SCREEN_ON", "LocalTerminal", "TerminalUnavailable"]
 
@@ -122,7 +123,7 @@ class LocalTerminal:
         """The next keys typed (``b""`` when the terminal went away)."""
         try:
             return bytes(await self.stream.receive_some(4096))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        except (*STREAM_GONE, OSError):
             return b""
 
     def write_blocking(self, data: bytes) -> None:

@@ -34,7 +34,9 @@ import trio
 from mirror_host.auth.devices import Device
 from mirror_host.control.fields import encode_struct
 from mirror_host.errors import MirrorHostError, StoreError
-from mirror_host.host.server import Host, PairingTicket
+from mirror_host.host.pairing_ticket import PairingTicket
+from mirror_host.host.server import Host
+from mirror_host.streams import receive_or_eof, send_or_gone
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -167,20 +169,16 @@ async def serve_admin(host: Host, listener: trio.SocketListener) -> None:
 async def _serve_client(host: Host, stream: trio.abc.Stream) -> None:
     buffer = b""
     while True:
-        with trio.move_on_after(_IDLE_SECONDS) as idle:
-            try:
-                chunk = await stream.receive_some(MAX_REQUEST_BYTES)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
-        if idle.cancelled_caught or not chunk:
+        chunk = b""
+        with trio.move_on_after(_IDLE_SECONDS):
+            chunk = await receive_or_eof(stream, MAX_REQUEST_BYTES)
+        if not chunk:
             return
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             reply = await _answer(host, line)
-            try:
-                await stream.send_all(json.dumps(reply).encode() + b"\n")
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if not await send_or_gone(stream, json.dumps(reply).encode() + b"\n"):
                 return
         if len(buffer) > MAX_REQUEST_BYTES:
             return
@@ -206,13 +204,13 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         return {"ok": False, "error": f"invalid request: {exc}"}
     op = request.get("op")
     if op == "pair":
-        return {"ok": True, **ticket_reply(host.open_pairing_window())}
+        return {"ok": True, **ticket_reply(await host.open_pairing_window())}
     if op == "devices":
         connected = {c.session.device_id for c in host.connections}
         return {
             "ok": True,
             "devices": [
-                device_entry(d, connected=d.id in connected) for d in host.registry.devices
+                device_entry(d, connected=d.id in connected) for d in host.book.registry.devices
             ],
         }
     if op == "revoke":
@@ -221,7 +219,7 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         except ValueError:
             return {"ok": False, "error": "deviceID is not a UUID"}
         try:
-            removed = await host.revoke(target)
+            removed = await host.book.revoke(target)
         except StoreError as exc:
             return {"ok": False, "error": str(exc)}
         if target is not None and not removed:
@@ -234,10 +232,10 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
             return {"ok": False, "error": "window is not a number"}
         if op == "closePairing":
-            return {"ok": True, "closed": host.close_pairing_window(number)}
+            return {"ok": True, "closed": await host.book.close_window(number)}
         if number is None:
             return {"ok": False, "error": "pairing needs a window number"}
-        return {"ok": True, **host.window_state(number)}
+        return {"ok": True, **host.book.window_state(number)}
     return {
         "ok": False,
         "error": f"unknown op {op!r} (pair, pairing, closePairing, devices, revoke, status)",

@@ -4,7 +4,8 @@ Three tasks per connection, plus whatever work the host starts for it:
 
 * the **reader** feeds received bytes into the session and hands its events to
   the host, in order. The host answers pane requests from other tasks, so the
-  reader only ever waits for the peer (and, before login, for the device store);
+  reader only ever waits for the peer (and, for a login or a pairing, for the
+  device book: :mod:`mirror_host.host.device_book`);
 * the **writer** drains the session's outbound bytes to the stream;
 * the **timer** sleeps until the session's next deadline (heartbeat, idle,
   authentication) and fires it;
@@ -36,6 +37,7 @@ import trio
 from mirror_host.host.packet_log import PacketLog
 from mirror_host.session.connection import Session
 from mirror_host.session.events import ConnectionClosed, Event
+from mirror_host.streams import STREAM_GONE, receive_or_eof, send_or_gone
 
 __all__ = ["CLOSE_NOTIFY_SECONDS", "FLUSH_SECONDS", "Connection", "ConnectionOwner", "close_tls"]
 
@@ -156,14 +158,10 @@ class Connection:
 
     async def _reader(self) -> None:
         while not self.session.is_closed:
-            try:
-                data = await self.stream.receive_some(_RECEIVE_BYTES)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                logger.debug("%s: receive failed: %r", self.label, exc)
-                data = b""
+            data = await receive_or_eof(self.stream, _RECEIVE_BYTES)
             if self._packet_log is not None:
-                self._packet_log.received(bytes(data), logged_in=self._logged_in)
-            self.session.receive_data(bytes(data), trio.current_time())
+                self._packet_log.received(data, logged_in=self._logged_in)
+            self.session.receive_data(data, trio.current_time())
             await self._pump()
 
     async def _writer(self) -> None:
@@ -174,10 +172,7 @@ class Connection:
             if data:
                 if self._packet_log is not None:
                     self._packet_log.sent(data, logged_in=self._logged_in)
-                try:
-                    await self.stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    logger.debug("%s: send failed: %r", self.label, exc)
+                if not await send_or_gone(self.stream, data):
                     session.close("peer went away while we were sending")
                     break
                 session.confirm_sent(len(data))
@@ -208,6 +203,6 @@ async def close_tls(stream: trio.abc.Stream) -> None:
             try:
                 await stream.aclose()
                 return
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            except (*STREAM_GONE, OSError) as exc:
                 logger.debug("closing without close_notify: %r", exc)
         await trio.aclose_forcefully(stream)

@@ -2,9 +2,10 @@
 
 Start-up order: load (or create) the device store, bind the admin socket
 (refusing if another host owns the state directory), listen for Prowl clients,
-then write ``serve.json`` so tools can find the host. On SIGINT/SIGTERM every
-subscriber gets ``ended hostStopped`` and ``serve.json``/``admin.sock`` are
-removed.
+then write ``serve.json`` so tools can find the host (the store's first write and
+``serve.json`` in a worker thread: an ``fsync`` never blocks the event loop). On
+SIGINT/SIGTERM a pairing being saved finishes, every subscriber gets ``ended
+hostStopped``, and ``serve.json``/``admin.sock`` are removed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from mirror_host.config import Config
 from mirror_host.host.admin import bind_admin_socket, check_socket_path, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
-from mirror_host.host.server import Host, PairingTicket
+from mirror_host.host.pairing_ticket import PairingTicket
+from mirror_host.host.server import Host
 from mirror_host.host.store import DeviceStore, write_atomic
 from mirror_host.panes.source import PaneSource
 
@@ -55,7 +57,8 @@ async def run_host(
     admin_path = state_dir / ADMIN_SOCKET
     check_socket_path(admin_path)  # before the directory and the store are created
     store = DeviceStore(state_dir)
-    registry = store.load_or_create()
+    # In a worker thread: creating the store fsyncs, and this runs on the event loop.
+    registry = await trio.to_thread.run_sync(store.load_or_create)
     status_path = state_dir / STATUS_FILE
     admin_listener = await bind_admin_socket(admin_path)
     try:
@@ -78,12 +81,13 @@ async def run_host(
             status = {
                 "listen": str(bound),
                 "pid": os.getpid(),
-                "hostID": str(host.registry.host_id).upper(),
+                "hostID": str(host.book.registry.host_id).upper(),
                 "hostRunID": str(host.host_run_id).upper(),
             }
-            write_atomic(status_path, (json.dumps(status) + "\n").encode())
+            data = (json.dumps(status) + "\n").encode()
+            await trio.to_thread.run_sync(write_atomic, status_path, data)
             if open_pairing:
-                ticket = host.open_pairing_window()
+                ticket = await host.open_pairing_window()
                 if show_pairing is not None:
                     show_pairing(ticket)
             task_status.started(host)

@@ -138,12 +138,54 @@ def set_client_psk(context: ssl.SSLContext, callback: ClientCallback) -> None:
         psk_ctypes.install_client_callback(context, callback)
 
 
+class _ServerSSLContext(ssl.SSLContext):
+    """An ``SSLContext`` that remembers the outgoing BIO of the TLS object it made last.
+
+    ``trio.SSLStream`` makes its TLS object with :meth:`wrap_bio` (the standard
+    library's public way to run TLS over memory) in its constructor, and when a
+    handshake fails it leaves the alert OpenSSL queued in that BIO unsent. This is
+    how the listener reaches the alert without Trio's private attributes
+    (:func:`mirror_host.host.handshake.tls_handshake` sends it).
+    """
+
+    last_outgoing: ssl.MemoryBIO | None = None
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        self.last_outgoing = outgoing
+        return super().wrap_bio(
+            incoming,
+            outgoing,
+            server_side=server_side,
+            server_hostname=server_hostname,
+            session=session,
+        )
+
+
 class ServerContext:
     """An ``ssl.SSLContext`` for Prowl peers plus the table its callback reads."""
 
     def __init__(self, context: ssl.SSLContext, holder: _TableHolder) -> None:
         self.context = context
         self._holder = holder
+
+    def take_outgoing(self) -> ssl.MemoryBIO | None:
+        """The outgoing BIO of the TLS object made from :attr:`context` last (once).
+
+        Call it right after constructing a ``trio.SSLStream`` on this context, with
+        no ``await`` in between, to get that stream's BIO.
+        """
+        context = self.context
+        if not isinstance(context, _ServerSSLContext):
+            return None
+        outgoing, context.last_outgoing = context.last_outgoing, None
+        return outgoing
 
     @property
     def table(self) -> PskTable:
@@ -156,7 +198,7 @@ class ServerContext:
 
 
 def _server_context(holder: _TableHolder) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context = _ServerSSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.maximum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(CIPHER)

@@ -99,5 +99,5 @@ def port_of(host: Host) -> int:
 
 async def paired(host: Host, name: str = "Test Phone") -> Credential:
     """Pair a new device through the real protocol."""
-    ticket = host.open_pairing_window()
+    ticket = await host.open_pairing_window()
     return await pair_device("127.0.0.1", port_of(host), ticket.code, name)

@@ -112,7 +112,7 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
     source = remote_shell()
     async with running_host(state_dir, source) as host, tmux_shell(tmp_path) as tmux:
         address = f"127.0.0.1:{port_of(host)}"
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         await tmux.type(
             f"stty -g > {tmp_path}/before; {ATTACH} {address} --code {code}; echo EXIT=$?", "Enter"
         )
@@ -138,8 +138,8 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
         await tmux.type("clear; " + f"{ATTACH} {address}; echo EXIT=$?", "Enter")
         await tmux.wait_alternate(True)
         await tmux.wait_for("remote-42")  # the pane's screen as the host has it
-        stored = host.registry.devices[0]
-        taker = Credential(host.registry.host_id, stored.id, stored.key)
+        stored = host.book.registry.devices[0]
+        taker = Credential(host.book.registry.host_id, stored.id, stored.key)
         async with login("127.0.0.1", port_of(host), taker) as client:
             await client.send(ListPanes())
             panes = await client.expect(Panes)
@@ -164,7 +164,7 @@ async def test_the_chooser_shows_ids_and_the_detach_key_quits_it(
     source = LocalSource(["sh", "sh"], columns=80, rows=24, env={**os.environ, "PS1": "remote$ "})
     async with running_host(state_dir, source) as host, tmux_shell(tmp_path) as tmux:
         address = f"127.0.0.1:{port_of(host)}"
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         await tmux.type(
             f"{ATTACH} {address} --code {code} --name 'Lab Laptop' --detach-key ctrl-q; "
             "echo EXIT=$?",
@@ -173,7 +173,7 @@ async def test_the_chooser_shows_ids_and_the_detach_key_quits_it(
         shown = await tmux.wait_for("Ctrl-Q quits")
         for pane in await source.list_panes():
             assert f"id {str(pane.id).upper()[:8]}" in shown
-        assert [device.name for device in host.registry.devices] == ["Lab Laptop"]
+        assert [device.name for device in host.book.registry.devices] == ["Lab Laptop"]
         await tmux.type("C-q")  # no Enter: the detach key ends the prompt by itself
         shown = await tmux.wait_for("EXIT=0")
         assert "mirror-host: no pane chosen" in shown
@@ -212,11 +212,11 @@ async def test_attach_refusals_are_one_clear_line(state_dir: Path, tmp_path: Pat
             "(from `mirror-host pair` on the host, or Prowl's Add a Device)\n"
         )
         # Without a terminal it stops before pairing: the code is not used up.
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         status, err = await _attach(tmp_path, address, "--code", ticket.code)
         assert status == 1 and err.count("\n") == 1
         assert "interactive terminal" in err and "paired with" not in err
-        assert host.window is not None and host.registry.devices == ()
+        assert host.book.window is not None and host.book.registry.devices == ()
         assert not (tmp_path / "mirror-host" / "credentials.json").exists()
         # What the user is told about the pairing itself (the same line attach prints).
         store = CredentialStore(tmp_path / "credentials.json")
@@ -225,10 +225,10 @@ async def test_attach_refusals_are_one_clear_line(state_dir: Path, tmp_path: Pat
         assert str(wrong.value).startswith(f"pairing with {address} failed: ")
         assert "the code is wrong or has expired" in str(wrong.value)
         said: list[str] = []
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         credential = await obtain_credential(_options(address, code), store, said.append)
         assert said == [f"paired with {address} as {device_name()!r}"]
-        await host.revoke(None)
+        await host.book.revoke(None)
         with pytest.raises(AttachError) as revoked:
             await list_panes(_options(address).address, credential)
         assert str(revoked.value).endswith(
@@ -243,7 +243,7 @@ def _options(address: str, code: str | None = None, **more: object) -> AttachOpt
 async def test_a_locked_out_address_is_told_to_wait(state_dir: Path, tmp_path: Path) -> None:
     async with running_host(state_dir) as host:
         address = f"127.0.0.1:{port_of(host)}"
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         for _ in range(12):  # as many failures as the lock-out needs, as a guesser leaves
             host.failures.record("127.0.0.1", trio.current_time())
         with pytest.raises(AttachError) as locked:
@@ -252,7 +252,7 @@ async def test_a_locked_out_address_is_told_to_wait(state_dir: Path, tmp_path: P
             )
         assert str(locked.value) == f"{address} {LOCKED_OUT}"
         assert "wait a minute" in LOCKED_OUT
-        assert host.window is not None  # refused before TLS: the code is still good
+        assert host.book.window is not None  # refused before TLS: the code is still good
 
 
 async def test_a_pairing_the_host_cannot_save_is_not_called_a_wrong_code(
@@ -260,7 +260,7 @@ async def test_a_pairing_the_host_cannot_save_is_not_called_a_wrong_code(
 ) -> None:
     async with running_host(state_dir) as host:
         address = f"127.0.0.1:{port_of(host)}"
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         store_file = state_dir / "devices.json"
         store_file.unlink()
         store_file.mkdir()  # the host cannot replace it: "could not save the device"
@@ -331,7 +331,7 @@ async def test_a_lost_connection_is_retried_until_it_comes_back(
     ):
         proxy = CuttableProxy(port_of(host))
         await nursery.start(proxy.serve)
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         await tmux.type(f"{ATTACH} 127.0.0.1:{proxy.port} --code {code}; echo EXIT=$?", "Enter")
         await tmux.wait_alternate(True)
         # Typed at once: keys that come before the subscription wait for it.

@@ -321,7 +321,7 @@ async def test_close_notify_after_a_revoke(state_dir: Path, bc_client: JavaClien
     async with host_and_phone(state_dir) as (host, phone):
         async with running(bc_client, *session_args(port_of(host), phone, "--hold")) as run:
             await run.wait_for("frame")
-            await host.revoke(phone.device_id)
+            await host.book.revoke(phone.device_id)
             closed = await hold_until_closed(run)
     assert closed["closeNotify"] is True, closed
 

@@ -75,7 +75,7 @@ async def test_a_revoked_device(state_dir: Path) -> None:
         credential = await paired(host)
         async with login("127.0.0.1", port_of(host), credential) as client:
             await list_panes(client)
-            await host.revoke(credential.device_id)
+            await host.book.revoke(credential.device_id)
             await closed_by_host(client)
 
 

@@ -42,6 +42,7 @@ from mirror_host.control import (
     encode_control,
 )
 from mirror_host.errors import PaneSourceError
+from mirror_host.host import device_book as device_book_module
 from mirror_host.host import hub as hub_module
 from mirror_host.host import server as server_module
 from mirror_host.host.server import Host
@@ -125,7 +126,7 @@ async def run_against(
     wait: float = WAIT,
 ) -> dict[str, CheckResult]:
     async with host_for_suite(state_dir, commands=commands, pane=pane) as host:
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         results = await run_suite(
             HostAddress("127.0.0.1", port_of(host)),
             SuiteOptions(code=code, allow_input=allow_input, only=only, wait=wait),
@@ -336,7 +337,7 @@ def _pair_proof_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
         problem = original(registry, window, **kwargs)
         return None if problem == "wrong pairing proof" else problem
 
-    monkeypatch.setattr(server_module, "check_pairing", check)
+    monkeypatch.setattr(device_book_module, "check_pairing", check)
 
 
 def _wrong_proof_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,7 +349,7 @@ def _wrong_proof_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
             else check_device_login(registry, nonce=nonce, device_id=device_id, proof=proof)
         )
 
-    monkeypatch.setattr(server_module, "check_device_login", check)
+    monkeypatch.setattr(device_book_module, "check_device_login", check)
 
 
 def _second_subscribe_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -769,7 +770,7 @@ async def _cli(*args: str) -> tuple[int, str]:
 async def test_the_command_reports_json_and_its_exit_status(state_dir: Path) -> None:
     async with host_for_suite(state_dir) as host:
         address = f"127.0.0.1:{port_of(host)}"
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         status, out = await _cli(address, "--code", code, "--only", "auth.*", "--json")
         assert status == 0, out
         document = json.loads(out)
@@ -830,7 +831,7 @@ async def test_an_empty_or_malformed_code_is_a_usage_error(code: str, said: str)
 
 async def test_a_locked_out_address_aborts_the_suite_in_one_line(state_dir: Path) -> None:
     async with host_for_suite(state_dir) as host:
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         for _ in range(12):
             host.failures.record("127.0.0.1", trio.current_time())
         seen: list[CheckResult] = []
@@ -869,7 +870,7 @@ async def test_a_port_that_is_no_mirror_host_is_said_once(tmp_path: Path) -> Non
 
 async def test_a_pairing_the_host_cannot_save_is_named(state_dir: Path) -> None:
     async with host_for_suite(state_dir) as host:
-        code = host.open_pairing_window().code
+        code = (await host.open_pairing_window()).code
         (state_dir / "devices.json").unlink()
         (state_dir / "devices.json").mkdir()  # the store cannot be replaced
         results = await run_suite(

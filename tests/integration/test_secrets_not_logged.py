@@ -54,15 +54,15 @@ async def test_pairing_and_login_log_no_secrets(state_dir: Path, fmt: str, packe
             reply = await trio.to_thread.run_sync(admin_request, state_dir, {"op": "pair"})
             code = reply["code"]
             secrets |= {code, display_code(code)} | encodings(code.encode())
-            assert host.window is not None
+            assert host.book.window is not None
             assert reply["payload"] is not None
             secrets.add(json.dumps(reply["payload"], separators=(",", ":")))
             assert host.open_pairing_window  # a second window, to log its opening too
             payload_text = encode_pairing_payload(
-                host.open_pairing_window().payload  # type: ignore[arg-type]
+                (await host.open_pairing_window()).payload  # type: ignore[arg-type]
             ).decode()
             secrets.add(payload_text)
-            code = host.window.code
+            code = host.book.window.code
             secrets |= {code, display_code(code)} | encodings(code.encode())
             async with open_client("127.0.0.1", port, "pair", code.encode()) as c:
                 challenge = await c.expect(Challenge)

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.timeout(60)
 async def test_pair_then_reconnect_and_authenticate(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
         credential = await paired(host)
-        assert credential.host_id == host.registry.host_id
+        assert credential.host_id == host.book.registry.host_id
         # Persisted before `paired` was sent.
         stored = DeviceStore(state_dir).load()
         assert stored is not None and stored.find(credential.device_id) is not None
@@ -44,13 +44,13 @@ async def test_pair_then_reconnect_and_authenticate(state_dir: Path) -> None:
             panes = await client.expect(Panes)
             assert isinstance(panes, Panes)
             assert panes.host_run_id == host.host_run_id
-        device = host.registry.find(credential.device_id)
+        device = host.book.registry.find(credential.device_id)
         assert device is not None and device.last_seen is not None
 
 
 async def test_paired_message_carries_32_byte_key_and_closes(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         async with open_client("127.0.0.1", port_of(host), "pair", ticket.code.encode()) as c:
             challenge = await c.expect(Challenge)
             assert isinstance(challenge, Challenge) and len(challenge.nonce) == 32
@@ -101,37 +101,37 @@ async def test_proof_for_another_nonce_is_refused(state_dir: Path) -> None:
 async def test_expired_window_refuses_pairing(state_dir: Path) -> None:
     # A window long enough that a loaded machine still finishes TLS inside it.
     async with running_host(state_dir, window_seconds=3.0) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         port = port_of(host)
         # Within the window TLS works, but the pair arrives after expiry.
         async with open_client("127.0.0.1", port, "pair", ticket.code.encode()) as c:
             challenge = await c.expect(Challenge)
             assert isinstance(challenge, Challenge)
-            assert host.window is not None
-            await trio.sleep_until(host.window.deadline + 0.2)
+            assert host.book.window is not None
+            await trio.sleep_until(host.book.window.deadline + 0.2)
             proof = pair_proof(ticket.code, challenge.host_id, "Late", challenge.nonce)
             await c.send(Pair(name="Late", proof=proof))
             assert await c.expect_closed() == []
         # After expiry the `pair` identity is gone from the TLS table.
         with pytest.raises(ClientClosed, match="TLS handshake failed"):
             await pair_device("127.0.0.1", port, ticket.code, "Later")
-        assert host.registry.devices == ()
+        assert host.book.registry.devices == ()
 
 
 async def test_code_is_single_use(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         port = port_of(host)
         await pair_device("127.0.0.1", port, ticket.code, "First")
         with pytest.raises(ClientClosed):
             await pair_device("127.0.0.1", port, ticket.code, "Second")
-        assert [d.name for d in host.registry.devices] == ["First"]
+        assert [d.name for d in host.book.registry.devices] == ["First"]
 
 
 async def test_new_window_replaces_the_old_code(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        old = host.open_pairing_window()
-        new = host.open_pairing_window()
+        old = await host.open_pairing_window()
+        new = await host.open_pairing_window()
         port = port_of(host)
         with pytest.raises(ClientClosed):
             await pair_device("127.0.0.1", port, old.code, "Old")
@@ -141,15 +141,15 @@ async def test_new_window_replaces_the_old_code(state_dir: Path) -> None:
 @pytest.mark.parametrize("name", ["", "x" * 241, "bad\x07name", "zero\u200bwidth"])
 async def test_bad_device_names_are_refused(state_dir: Path, name: str) -> None:
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         with pytest.raises(ClientClosed):
             await pair_device("127.0.0.1", port_of(host), ticket.code, name)
-        assert host.registry.devices == ()
+        assert host.book.registry.devices == ()
 
 
 async def test_list_before_authentication_closes_and_counts(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         async with open_client("127.0.0.1", port_of(host), "pair", ticket.code.encode()) as c:
             await c.expect(Challenge)
             await c.send(Ping())
@@ -177,7 +177,7 @@ async def test_identity_is_bound_to_the_tls_session(state_dir: Path) -> None:
             await c.send(Pair(name="x", proof=b"\x00" * 32))
             assert await c.expect_closed() == []
         # A pairing session cannot authenticate.
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         async with open_client("127.0.0.1", port, "pair", ticket.code.encode()) as c:
             challenge = await c.expect(Challenge)
             assert isinstance(challenge, Challenge)
@@ -196,7 +196,7 @@ async def test_thirteenth_failure_is_refused_before_tls(state_dir: Path) -> None
         assert host.failures.is_locked("127.0.0.1", trio.current_time())
         credential_holder: list[Credential] = []
         # Even a correct credential is now refused before TLS starts.
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         with pytest.raises(ClientClosed):
             credential_holder.append(await pair_device("127.0.0.1", port, ticket.code, "late"))
         assert credential_holder == []
@@ -246,10 +246,10 @@ async def test_revoke_closes_the_live_connection_and_the_key(state_dir: Path) ->
 
 async def test_host_id_survives_a_restart(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        first_id, first_run = host.registry.host_id, host.host_run_id
+        first_id, first_run = host.book.registry.host_id, host.host_run_id
         credential = await paired(host)
     async with running_host(state_dir) as host:
-        assert host.registry.host_id == first_id
+        assert host.book.registry.host_id == first_id
         assert host.host_run_id != first_run
         async with login("127.0.0.1", port_of(host), credential) as c:
             await c.send(ListPanes())
@@ -258,7 +258,7 @@ async def test_host_id_survives_a_restart(state_dir: Path) -> None:
 
 async def test_tls_refuses_other_suites_versions_and_keys(state_dir: Path) -> None:
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         port = port_of(host)
         code = ticket.code.encode()
         bad_contexts = [
@@ -285,7 +285,7 @@ async def test_tls_refuses_other_suites_versions_and_keys(state_dir: Path) -> No
 async def test_openssl_s_client_matrix(state_dir: Path) -> None:
     openssl = "openssl"
     async with running_host(state_dir) as host:
-        ticket = host.open_pairing_window()
+        ticket = await host.open_pairing_window()
         port = port_of(host)
         psk = ticket.code.encode().hex()
 
@@ -394,7 +394,7 @@ async def test_failed_handshakes_are_logged_in_words(
         port = port_of(host)
         credential = await paired(host)
         await fail(port, "pair", b"ABCD2345")  # no window is open
-        host.open_pairing_window()
+        await host.open_pairing_window()
         await fail(port, "pair", b"ABCD2345")  # a window, another code
         await fail(port, str(uuid.uuid4()).upper(), bytes(32))
         await fail(port, credential.identity, bytes(32))
