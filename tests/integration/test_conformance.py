@@ -52,6 +52,7 @@ from mirror_host.session.connection import Session
 from mirror_host.session.events import InputReceived, ScrollRequested
 from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import FrameGate, ScrollTracker
+from mirror_host.session.link import Link
 from mirror_host.session.logged_in import LoggedIn
 from mirror_host.session.states import CLIENT_TRANSITIONS, Phase
 from mirror_host.wire import ControlPacket, encode_packet
@@ -536,26 +537,26 @@ def _slow_history_answered_late(monkeypatch: pytest.MonkeyPatch, *, seconds: flo
 
 def _frames_without_scroll_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the first frame of a lease gets its scrollState."""
-    original = Session._queue
+    original = Link.send
 
-    def queue(self: Session, message: Any) -> None:
+    def send(self: Link, message: Any) -> None:
         if isinstance(message, ScrollState) and message.sequence >= 2:
             return
         original(self, message)
 
-    monkeypatch.setattr(Session, "_queue", queue)
+    monkeypatch.setattr(Link, "send", send)
 
 
 def _scroll_state_sent_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every scrollState goes out twice before its frame."""
-    original = Session._queue
+    original = Link.send
 
-    def queue(self: Session, message: Any) -> None:
+    def send(self: Link, message: Any) -> None:
         original(self, message)
         if isinstance(message, ScrollState):
             original(self, message)
 
-    monkeypatch.setattr(Session, "_queue", queue)
+    monkeypatch.setattr(Link, "send", send)
 
 
 @pytest.mark.slow
