@@ -75,11 +75,7 @@ from mirror_host.control import (
     Subscribed,
 )
 from mirror_host.errors import ClientError
-from mirror_host.session.connection import (
-    HEARTBEAT_SECONDS,
-    IDLE_TIMEOUT_SECONDS,
-    MAX_INPUT_BYTES,
-)
+from mirror_host.limits import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS, MAX_INPUT_BYTES
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = ["DETACH_KEY", "AttachError", "AttachOptions", "Ending", "attach"]

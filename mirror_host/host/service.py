@@ -21,11 +21,12 @@ import trio
 from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
+from mirror_host.files import write_atomic
 from mirror_host.host.admin import bind_admin_socket, check_socket_path, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
 from mirror_host.host.server import Host, PairingTicket
-from mirror_host.host.store import DeviceStore, write_atomic
+from mirror_host.host.store import DeviceStore
 from mirror_host.panes.source import PaneSource
 
 __all__ = ["run_host"]
@@ -81,7 +82,8 @@ async def run_host(
                 "hostID": str(host.registry.host_id).upper(),
                 "hostRunID": str(host.host_run_id).upper(),
             }
-            write_atomic(status_path, (json.dumps(status) + "\n").encode())
+            data = (json.dumps(status) + "\n").encode()
+            await trio.to_thread.run_sync(write_atomic, status_path, data)  # fsync: off the loop
             if open_pairing:
                 ticket = host.open_pairing_window()
                 if show_pairing is not None:

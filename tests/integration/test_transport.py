@@ -14,7 +14,6 @@ import trio
 
 from mirror_host.auth.proofs import device_proof, pair_proof
 from mirror_host.client.client import ClientClosed, Credential, login, open_client, pair_device
-from mirror_host.client.tls import client_context
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -27,6 +26,7 @@ from mirror_host.control import (
 )
 from mirror_host.host.admin_client import admin_request
 from mirror_host.host.store import DeviceStore
+from mirror_host.tls.psk import client_context
 from tests.integration.conftest import paired, port_of, running_host
 
 pytestmark = pytest.mark.timeout(60)

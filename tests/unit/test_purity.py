@@ -9,6 +9,7 @@ import pytest
 
 PURE_MODULES = [
     "mirror_host.errors",
+    "mirror_host.limits",
     "mirror_host.config",
     "mirror_host.wire",
     "mirror_host.control",
