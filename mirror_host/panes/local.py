@@ -34,18 +34,12 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.capture.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
-from mirror_host.panes.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive

@@ -25,8 +25,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 from uuid import UUID
 
+from mirror_host.capture.values import HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
-from mirror_host.panes.model import HistoryCapture, PaneInfo, TextCapture, VTCapture
+from mirror_host.panes.model import PaneInfo
 
 __all__ = ["PaneSource"]
 

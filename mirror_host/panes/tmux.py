@@ -43,26 +43,25 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.control import Representation, ScrollDirection
-from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
-from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.lines import LineSplitter, LineTooLong
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    ScrollBounds,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
-from mirror_host.panes.styled import (
+from mirror_host.capture.styled import (
     ArchiveCache,
     ArchiveKey,
     ArchiveWindow,
     Cached,
     plan_window,
 )
+from mirror_host.capture.values import (
+    Capability,
+    HistoryCapture,
+    ScrollBounds,
+    TextCapture,
+    VTCapture,
+)
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.lines import LineSplitter, LineTooLong
+from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     PANE_STATE_FORMAT,

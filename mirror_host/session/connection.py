@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
+from mirror_host.capture.values import Capture
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -48,7 +49,6 @@ from mirror_host.control import (
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import LocalProtocolError, ProtocolViolation, RemoteProtocolError
 from mirror_host.limits import AUTH_TIMEOUT_SECONDS, IDLE_TIMEOUT_SECONDS
-from mirror_host.panes.model import Capture
 from mirror_host.session.events import Event
 from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import NO_FRAMES, FrameSchedule, Lease

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import assert_never
 from uuid import UUID
 
+from mirror_host.capture.values import Capture
 from mirror_host.control import (
     PANE_TARGETED_COMMANDS,
     Acknowledge,
@@ -52,7 +53,6 @@ from mirror_host.control import (
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import LocalProtocolError, ProtocolViolation, RemoteProtocolError
 from mirror_host.limits import MAX_INPUT_BYTES
-from mirror_host.panes.model import Capture
 from mirror_host.session.events import (
     CommandRequested,
     FrameAcknowledged,

@@ -8,8 +8,8 @@ show the host's viewport cell by cell: text, colours, attributes, wide glyphs.
 
 from __future__ import annotations
 
-from mirror_host.panes.model import MAX_ARCHIVE_BYTES
-from mirror_host.panes.styled import ArchiveWindow, plan_window
+from mirror_host.capture.styled import ArchiveWindow, plan_window
+from mirror_host.limits import MAX_ARCHIVE_BYTES
 from mirror_host.terminal import Cell, Screen
 from mirror_host.terminal.archive import export_archive, present, screen_of_rows
 
