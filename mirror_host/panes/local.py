@@ -18,8 +18,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import pwd
-import shutil
 import signal
 import struct
 import subprocess
@@ -41,10 +39,11 @@ from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.shell.inject import ShellIntegration
+from mirror_host.shell.login import default_shell_command
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
 
-__all__ = ["LocalPane", "LocalSource", "default_shell_command"]
+__all__ = ["LocalPane", "LocalSource"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,27 +61,6 @@ EMPTY_HINT = (
 )
 
 
-def default_shell_command() -> list[str]:
-    """The user's login shell, started as a login shell.
-
-    ``$SHELL`` first, then the account's shell, then ``/bin/sh``: the first that
-    names a program this machine can run (a ``$SHELL`` left over from another
-    machine or container is warned about, not fatal).
-    """
-    candidates = [os.environ.get("SHELL") or "", _account_shell(), "/bin/sh"]
-    for index, shell in enumerate(candidates):
-        if shell and shutil.which(shell):
-            if index > 0 and candidates[0]:
-                logger.warning(
-                    "$SHELL is %s, which is not a program here; using %s instead "
-                    "(fix SHELL, or give --local-command CMD)",
-                    candidates[0],
-                    shell,
-                )
-            return [shell, "-l"]
-    return ["/bin/sh", "-l"]
-
-
 def _start_directory() -> str:
     """Where panes start: the current directory, or home when it was removed."""
     try:
@@ -91,13 +69,6 @@ def _start_directory() -> str:
         home = os.path.expanduser("~")
         logger.warning("the current directory no longer exists; local panes start in %s", home)
         return home
-
-
-def _account_shell() -> str:
-    try:
-        return pwd.getpwuid(os.getuid()).pw_shell
-    except KeyError:  # no passwd entry (some containers)
-        return ""
 
 
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
