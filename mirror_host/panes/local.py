@@ -157,7 +157,8 @@ class LocalSource:
         try:
             if self._shell_integration:
                 try:
-                    self._integration = ShellIntegration.create()
+                    # Writes (and fsyncs) its files: off the event loop.
+                    self._integration = await trio.to_thread.run_sync(ShellIntegration.create)
                 except OSError as exc:
                     logger.warning("shells start without prompt marks: %s", exc)
             async with trio.open_nursery() as nursery:
@@ -336,7 +337,9 @@ class LocalSource:
             code = await trio.to_thread.run_sync(_wait_for, process, grace)
             if code is not None:
                 return code
-        return process.wait()
+        # Not even SIGKILL within 5 s (a process stuck in the kernel): wait on in a
+        # thread, never on the event loop.
+        return await trio.to_thread.run_sync(process.wait)
 
     def _signal(self, pane: LocalPane, sig: signal.Signals) -> None:
         if pane.process.poll() is None:

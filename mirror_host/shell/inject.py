@@ -25,12 +25,12 @@ possibly as ``exec`` in a ``sh -c`` command. Anything else runs as given.
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import tempfile
 from pathlib import Path
 
+from mirror_host.files import write_atomic
 from mirror_host.shell.integration import snippet
 
 __all__ = ["ShellIntegration", "plain_shell"]
@@ -176,11 +176,6 @@ class ShellIntegration:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
+    """Write ``text`` to ``path`` atomically, readable as a file ``open`` makes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
+    write_atomic(path, text.encode("utf-8"), mode=0o666)
