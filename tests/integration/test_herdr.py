@@ -126,6 +126,7 @@ async def test_pane_closing_ends_the_subscription(state_dir: Path) -> None:
             assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await client.expect_closed()
 
 
+@pytest.mark.slow
 async def test_herdr_restart_keeps_surviving_panes(state_dir: Path) -> None:
     socket = state_dir / "herdr.sock"
     first = FakeHerdr(socket)
@@ -296,6 +297,7 @@ async def test_scroll_right_after_output_the_host_has_not_listed(
             assert probe_and_first[1]["params"]["offset_from_bottom"] == 21
 
 
+@pytest.mark.slow
 async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -386,6 +388,7 @@ async def test_event_stream_follows_the_agent_panes(state_dir: Path) -> None:
                     await trio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_typing_reaches_a_pane_that_moved_to_another_workspace(state_dir: Path) -> None:
     """Input goes to the pane's new id, once Herdr says the old one is not found."""
     async with fake_herdr(state_dir) as fake:

@@ -98,6 +98,7 @@ async def test_proof_for_another_nonce_is_refused(state_dir: Path) -> None:
             assert await c.expect_closed() == []
 
 
+@pytest.mark.slow
 async def test_expired_window_refuses_pairing(state_dir: Path) -> None:
     # A window long enough that a loaded machine still finishes TLS inside it.
     async with running_host(state_dir, window_seconds=3.0) as host:
@@ -282,6 +283,7 @@ async def test_tls_refuses_other_suites_versions_and_keys(state_dir: Path) -> No
             assert c.stream.version() == "TLSv1.2"
 
 
+@pytest.mark.slow
 async def test_openssl_s_client_matrix(state_dir: Path) -> None:
     openssl = "openssl"
     async with running_host(state_dir) as host:
