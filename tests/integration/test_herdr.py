@@ -434,7 +434,9 @@ async def test_scroll_bounds_follow_herdr_between_scrolls(
             with trio.fail_after(10):
                 while followed() != {herdr_pane}:
                     await trio.sleep(0.05)
-            await trio.sleep(0.3)  # the new stream is up (its ack came back)
+            with trio.fail_after(10):  # the new stream is up (acknowledged): it reports scrolls
+                while not fake.streaming("pane.scroll_changed", herdr_pane):
+                    await trio.sleep(0.02)
             # No snapshot can tell the host from here on: only the event can.
             fake.delay_method("session.snapshot", 60.0)
             fake.scroll_pane(herdr_pane, 40)  # Herdr 0.8 has no pane.scroll: the mouse wheel
