@@ -1,8 +1,8 @@
 """Writing a file so that a crash leaves the old one or the new one. I/O (files).
 
 The one atomic writer, for every file the program keeps: the device store
-(:mod:`mirror_host.host.store`), ``serve.json``, ``attach``'s credentials, the
-service files ``service install`` writes and the shell integration files. The
+(:mod:`mirror_host.host.store`), ``serve.json``, ``attach``'s credentials and
+the service files ``service install`` writes. The
 data goes to a temporary file beside the target, is fsynced, renamed over the
 target, and the directory is fsynced, so the rename itself survives a crash.
 

@@ -157,8 +157,7 @@ class LocalSource:
         try:
             if self._shell_integration:
                 try:
-                    # Writes (and fsyncs) its files: off the event loop.
-                    self._integration = await trio.to_thread.run_sync(ShellIntegration.create)
+                    self._integration = ShellIntegration.create()
                 except OSError as exc:
                     logger.warning("shells start without prompt marks: %s", exc)
             async with trio.open_nursery() as nursery:

@@ -30,7 +30,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from mirror_host.files import write_atomic
 from mirror_host.shell.integration import snippet
 
 __all__ = ["ShellIntegration", "plain_shell"]
@@ -176,6 +175,12 @@ class ShellIntegration:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, readable as a file ``open`` makes."""
+    """Write ``text`` to ``path`` in the integration's own new directory.
+
+    No fsync and no rename (and so nothing that blocks the event loop the local
+    source starts on): the directory is new and private, nothing reads a file
+    before :meth:`ShellIntegration.create` returns, and a crash takes the
+    files' only readers, the shells this process starts, with them.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.encode("utf-8"), mode=0o666)
+    path.write_text(text, encoding="utf-8")

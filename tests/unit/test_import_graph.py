@@ -64,7 +64,7 @@ DOORS: dict[str, frozenset[str]] = {
         {"terminal", "shell", "agents", "config", "control", "capture", "limits", "errors"}
     ),
     "terminal": frozenset({"shell", "control", "capture", "limits", "errors"}),
-    "shell": frozenset({"agents", "files"}),
+    "shell": frozenset({"agents"}),
     "agents": frozenset(),
     "session": frozenset({"auth", "control", "wire", "capture", "limits", "errors"}),
     "tls": frozenset({"errors"}),
@@ -228,6 +228,21 @@ def test_every_door_leads_down() -> None:
             assert layer[door] > layer[room], f"the door {room} -> {door} does not lead down"
     for room, target in ONLY:
         assert layer[target] > layer[room]
+
+
+def test_every_door_is_used() -> None:
+    """The table says what the code does, not what it might one day."""
+    used: dict[str, set[str]] = {room: set() for room in DOORS}
+    for path in package_files():
+        module = module_name(path)
+        for _, imported in imports_of(
+            module, path.read_text(), is_package=path.name == "__init__.py"
+        ):
+            if imported == "mirror_host" or imported.startswith("mirror_host."):
+                used[room_of(module)].add(room_of(imported))
+    for room, doors in DOORS.items():
+        if "*" not in doors:
+            assert doors <= used[room], f"{room} never imports {sorted(doors - used[room])}"
 
 
 def test_imports_only_go_down() -> None:
