@@ -4,7 +4,7 @@
 Usage: python -m benchmarks.psk_handshakes [--seconds 5]
 
 A server context from ``mirror_host.host.tls`` and a client context from
-``mirror_host.client.tls`` (so whichever PSK route this Python uses: the
+``mirror_host.tls.psk`` (so whichever PSK route this Python uses: the
 standard library on 3.13+, ctypes on 3.11/3.12) complete full TLS 1.2
 ECDHE-PSK-CHACHA20-POLY1305 handshakes back to back, with no sockets and no
 event loop. Both ends run in this process on one core, so the figure is the
@@ -24,14 +24,8 @@ import sys
 import time
 from types import MappingProxyType
 
-from mirror_host.client.tls import client_context
-from mirror_host.host.tls import (
-    CIPHER,
-    PskTable,
-    build_server_context,
-    memory_handshake,
-    psk_backend,
-)
+from mirror_host.host.tls import PskTable, build_server_context
+from mirror_host.tls.psk import CIPHER, client_context, memory_handshake, psk_backend
 
 
 def main() -> None:

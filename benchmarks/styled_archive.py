@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks.common import percentile
-from mirror_host.panes.styled import ArchiveCache, ArchiveKey, plan_window
+from mirror_host.capture.styled import ArchiveCache, ArchiveKey, plan_window
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
 

@@ -196,7 +196,7 @@ def _check_code(args: argparse.Namespace) -> None:
 def _tls_unsupported() -> str | None:
     """Why this Python cannot speak Prowl's TLS-PSK, or None when it can."""
     from mirror_host.errors import TLSUnsupported
-    from mirror_host.host.tls import check_psk_route
+    from mirror_host.tls.psk import check_psk_route
 
     try:
         check_psk_route()

@@ -18,9 +18,9 @@ from mirror_host.errors import ConfigError, MirrorHostError
 from mirror_host.host.admin import ticket_reply
 from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.service import run_host
-from mirror_host.host.tls import check_psk_route
 from mirror_host.logs import configure_logging
 from mirror_host.panes.source import PaneSource
+from mirror_host.tls.psk import check_psk_route
 
 __all__ = ["build_source", "serve"]
 

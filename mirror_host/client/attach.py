@@ -8,8 +8,8 @@ Theory of operation
    (:mod:`mirror_host.client.credentials`); otherwise it uses the saved one.
 2. **Pane.** One connection lists the panes; ``--pane`` or a numbered chooser
    picks one.
-3. **Session.** The terminal goes to raw mode and the alternate screen. Three
-   tasks run until the session ends: the *keyboard* (keys become ``input``
+3. **Attachment.** The terminal goes to raw mode and the alternate screen. Three
+   tasks run until the attachment ends: the *keyboard* (keys become ``input``
    bytes; Ctrl-] detaches), *signals* (a resize redraws; SIGTERM/SIGHUP end)
    and the *connection*, which logs in, subscribes (``vt-v1``, or ``text-v1``
    with ``--text``), draws each frame through a libghostty replica
@@ -17,7 +17,7 @@ Theory of operation
    every 2 s and calls the connection lost after 8 s without a packet; a lost
    connection is retried with backoff (1, 2, 4, 8, 15 s) until Ctrl-].
 4. **Ending.** ``ended`` (taken over, host stopped, pane closed) and the host's
-   own disconnect end the session with a plain sentence; Ctrl-] ends it with
+   own disconnect end the attachment with a plain sentence; Ctrl-] ends it with
    status 0. The terminal is restored on every path.
 """
 
@@ -75,11 +75,7 @@ from mirror_host.control import (
     Subscribed,
 )
 from mirror_host.errors import ClientError
-from mirror_host.session.connection import (
-    HEARTBEAT_SECONDS,
-    IDLE_TIMEOUT_SECONDS,
-    MAX_INPUT_BYTES,
-)
+from mirror_host.limits import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS, MAX_INPUT_BYTES
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 __all__ = ["DETACH_KEY", "AttachError", "AttachOptions", "Ending", "attach"]
@@ -111,7 +107,7 @@ class AttachOptions:
 
 @dataclass(frozen=True, slots=True)
 class Ending:
-    """How a session ended: the exit status and the sentence shown."""
+    """How an attachment ended: the exit status and the sentence shown."""
 
     status: int
     message: str
@@ -280,7 +276,7 @@ async def choose_pane(
     raise AttachError("no pane chosen")
 
 
-class _Link:
+class _InputTarget:
     """The connection the keyboard types into.
 
     Keys typed before the first subscription wait for it (up to 64 KiB); keys
@@ -322,7 +318,7 @@ class _Lost:
     reason: str
 
 
-class Session:
+class Attachment:
     """One attached terminal; see the module docstring."""
 
     def __init__(
@@ -338,7 +334,7 @@ class Session:
         self.terminal = terminal
         self.presenter = Presenter(detach=key_name(options.detach_key))
         self.representation = Representation.TEXT if options.text else Representation.VT
-        self._link = _Link()
+        self._input = _InputTarget()
         self._replica: Replica | None = None
         self._last: VTFramePacket | TextFramePacket | None = None
         self._draw_lock = trio.Lock()
@@ -373,7 +369,7 @@ class Session:
             cut = data.find(self.options.detach_key)
             keys = data if cut < 0 else data[:cut]
             if keys and self.representation is Representation.VT:
-                await self._link.send_input(keys)
+                await self._input.send_input(keys)
             if cut >= 0:
                 self._finish(Ending(0, f"detached from {self.pane.title!r}"))
                 return
@@ -448,7 +444,7 @@ class Session:
                 outcome = _Lost(str(exc))
             except OSError as exc:
                 outcome = _Lost(connect_failure(exc))
-            self._link.lost()
+            self._input.lost()
             if isinstance(outcome, Ending):
                 self._finish(outcome)
                 return
@@ -484,7 +480,7 @@ class Session:
             if not isinstance(answer, Subscribed):
                 return answer
             self._subscribed_this_time = True
-            await self._link.connected(client, answer.subscription_id)
+            await self._input.connected(client, answer.subscription_id)
             lost: list[_Lost] = []
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._heartbeat, client, lost, nursery.cancel_scope)
@@ -607,13 +603,13 @@ async def attach(
             say("no pane chosen")
             return 0
         with terminal.raw():
-            session = Session(options, credential, pane, terminal)
+            attachment = Attachment(options, credential, pane, terminal)
             try:
                 await terminal.write(ALT_SCREEN_ON)
-                ending = await session.run()
+                ending = await attachment.run()
             finally:
                 # Put the terminal back even when cancelled mid-write.
-                terminal.write_blocking(session.presenter.leave() + ALT_SCREEN_OFF)
+                terminal.write_blocking(attachment.presenter.leave() + ALT_SCREEN_OFF)
     finally:
         terminal.close()
     say(ending.message)

@@ -20,7 +20,6 @@ import trio
 
 from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.auth.proofs import device_proof, pair_proof
-from mirror_host.client.tls import client_context
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -35,6 +34,7 @@ from mirror_host.control import (
 )
 from mirror_host.errors import ClientClosed, MirrorHostError
 from mirror_host.streams import STREAM_GONE
+from mirror_host.tls.psk import client_context
 from mirror_host.wire import (
     ControlPacket,
     PacketDecoder,

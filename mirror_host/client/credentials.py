@@ -24,7 +24,7 @@ from uuid import UUID
 from mirror_host.client.address import HostAddress
 from mirror_host.client.client import Credential
 from mirror_host.errors import ClientError
-from mirror_host.host.store import write_atomic
+from mirror_host.files import write_atomic
 
 __all__ = ["CredentialStore", "CredentialStoreError", "default_path"]
 

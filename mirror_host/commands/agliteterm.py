@@ -39,7 +39,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from uuid import UUID
 
 import trio
@@ -66,16 +67,25 @@ from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.protocol import (
     AgliteSessionNotFound,
     InputNotWritten,
     SessionPane,
+    StyledScreen,
     pane_uuid,
 )
 from mirror_host.panes.agliteterm.render import StyledView
-from mirror_host.panes.agliteterm.source import AgliteSource
 
-__all__ = ["AgliteAgentPanes", "AgliteCommands", "recognise", "status_state"]
+__all__ = [
+    "AgliteAgentPanes",
+    "AgliteCaller",
+    "AgliteCommandSource",
+    "AgliteCommands",
+    "AgliteListing",
+    "recognise",
+    "status_state",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -111,10 +121,97 @@ def recognise(view: ScreenView) -> Agent | None:
     return None
 
 
-class AgliteAgentPanes:
-    """:class:`~mirror_host.commands.agent_input.AgentPanes` over an :class:`AgliteSource`."""
+class AgliteCaller(Protocol):
+    """Requests to agliteterm over the source's connections (one per lane)."""
 
-    def __init__(self, source: AgliteSource) -> None:
+    async def call(
+        self,
+        cmd: str,
+        *,
+        target: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        lane: str = "main",
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request on ``lane`` and return its ``result``.
+
+        Raises:
+            PaneSourceUnavailable, AgliteError, PaneSourceError.
+        """
+        ...
+
+
+class AgliteListing(Protocol):
+    """The source's discovery: the panes of the last tree read, and a read now."""
+
+    @property
+    def panes(self) -> Mapping[UUID, SessionPane]: ...
+
+    async def poll(self, *, lane: str = ...) -> None:
+        """Read the tree once.
+
+        Raises:
+            PaneSourceError: agliteterm could not be read.
+        """
+        ...
+
+
+class AgliteCommandSource(Protocol):
+    """What the agliteterm backend uses of the agliteterm source (``cli_serve``
+    hands it a :class:`~mirror_host.panes.agliteterm.source.AgliteSource`)."""
+
+    @property
+    def client(self) -> AgliteCaller: ...
+    @property
+    def discovery(self) -> AgliteListing: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def input_activity(self) -> InputActivity:
+        """When each pane last got raw input from a client."""
+        ...
+
+    async def fresh_record(self, pane_id: UUID) -> SessionPane:
+        """The pane's record from a tree read now.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    async def read_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]]:
+        """The pane's screen read now, and its grid.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    def mirrored_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]] | None:
+        """The watched pane's last screen and grid, else ``None`` (nothing is read)."""
+        ...
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        """``session.paste`` of non-empty ``text``.
+
+        Raises:
+            PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
+        """
+        ...
+
+    async def type_for_host(self, pane_id: UUID, text: str, *, allow_control: bool) -> None:
+        """``session.type`` on the host's own behalf.
+
+        Raises:
+            PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
+        """
+        ...
+
+
+class AgliteAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over agliteterm's panes."""
+
+    def __init__(self, source: AgliteCommandSource) -> None:
         self.source = source
 
     async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
@@ -163,11 +260,11 @@ def _configured(_profile: Profile) -> bool:
 
 
 class AgliteCommands(AgentPaneCommands):
-    """The command backend for an :class:`AgliteSource`."""
+    """The command backend for an :class:`AgliteCommandSource`."""
 
     def __init__(
         self,
-        source: AgliteSource,
+        source: AgliteCommandSource,
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,

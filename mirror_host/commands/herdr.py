@@ -28,8 +28,8 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from uuid import UUID
 
 import trio
@@ -58,9 +58,14 @@ from mirror_host.panes.herdr.protocol import (
     parse_tab,
     terminal_name,
 )
-from mirror_host.panes.herdr.source import HerdrSource
 
-__all__ = ["DEFAULT_AGENTS", "HerdrCommands", "default_profiles"]
+__all__ = [
+    "DEFAULT_AGENTS",
+    "HerdrCaller",
+    "HerdrCommandSource",
+    "HerdrCommands",
+    "default_profiles",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +91,69 @@ def default_profiles() -> tuple[Profile, ...]:
     return catalogue.default_profiles(DEFAULT_AGENTS)
 
 
-class HerdrCommands:
-    """The command backend for a :class:`HerdrSource`."""
+class HerdrCaller(Protocol):
+    """Requests to the Herdr server (the source's client: one request per connection)."""
 
-    def __init__(self, source: HerdrSource, *, profiles: tuple[Profile, ...] | None = None) -> None:
+    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One request, one reply.
+
+        Raises:
+            PaneSourceUnavailable: Herdr is not running.
+            HerdrError: Herdr answered with an error (typed by code).
+            PaneSourceError: the reply was malformed or too slow.
+        """
+        ...
+
+
+class HerdrCommandSource(Protocol):
+    """What the Herdr backend uses of the Herdr source (``cli_serve`` hands it a
+    :class:`~mirror_host.panes.herdr.source.HerdrSource`)."""
+
+    @property
+    def client(self) -> HerdrCaller: ...
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The latest snapshot (``None`` before Herdr was first read)."""
+        ...
+
+    async def wait_listed(self) -> None:
+        """Wait for the first discovery attempt."""
+        ...
+
+    async def poll(self) -> None:
+        """Read the whole session once and reconcile the pane list.
+
+        Raises:
+            PaneSourceError: Herdr could not be read.
+        """
+        ...
+
+    def pane_record(self, pane_id: UUID) -> HerdrPane:
+        """The latest Herdr record of a listed pane.
+
+        Raises:
+            PaneNotFound: not in the last snapshot.
+        """
+        ...
+
+    async def call_on_pane(
+        self, pane_id: UUID, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``method`` on a listed pane by its current Herdr id.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+
+class HerdrCommands:
+    """The command backend for a :class:`HerdrCommandSource`."""
+
+    def __init__(
+        self, source: HerdrCommandSource, *, profiles: tuple[Profile, ...] | None = None
+    ) -> None:
         self.source = source
         self.client = source.client
         self.profiles_table = profiles if profiles is not None else default_profiles()

@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 from uuid import UUID
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
@@ -34,20 +36,77 @@ from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
+from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import process_group
-from mirror_host.panes.local import LocalPane, LocalSource, default_shell_command
+from mirror_host.shell.login import default_shell_command
 from mirror_host.terminal import Screen
 from mirror_host.terminal.view import ScreenText
 
-__all__ = ["LocalAgentPanes", "LocalCommands"]
+__all__ = ["LocalAgentPanes", "LocalCommandPane", "LocalCommandSource", "LocalCommands"]
 
 _BRACKETED_PASTE = 2004
 
 
-class LocalAgentPanes:
-    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`LocalSource`."""
+class LocalCommandPane(Protocol):
+    """What the backend reads of one local pane: its id and title, whether its
+    program still runs, the screen its PTY feeds, its working directory."""
 
-    def __init__(self, source: LocalSource) -> None:
+    @property
+    def id(self) -> UUID: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def screen(self) -> Screen: ...
+
+    def directory(self) -> str:
+        """Its working directory now (where it started, where the OS cannot say)."""
+        ...
+
+
+class LocalCommandSource(Protocol):
+    """What the local backend uses of the local source (``cli_serve`` hands it a
+    :class:`~mirror_host.panes.local.LocalSource`)."""
+
+    @property
+    def input_activity(self) -> InputActivity:
+        """When each pane last got raw input from a Mac client."""
+        ...
+
+    def pane(self, pane_id: UUID) -> LocalCommandPane:
+        """One live pane.
+
+        Raises:
+            PaneNotFound: it has exited.
+        """
+        ...
+
+    def live_panes(self) -> Sequence[LocalCommandPane]:
+        """The panes whose programs still run, in start order."""
+        ...
+
+    def foreground_group(self, pane_id: UUID) -> int | None:
+        """The pane's foreground process group, if any."""
+        ...
+
+    async def write_for_host(self, pane_id: UUID, data: bytes) -> None:
+        """Write bytes on the host's own behalf (not a client's raw input)."""
+        ...
+
+    def spawn(self, argv: list[str], *, label: str, cwd: str | None = None) -> UUID:
+        """Start one more pane running ``argv``; its id.
+
+        Raises:
+            PaneSourceError: the source is not running, or the program cannot start.
+        """
+        ...
+
+
+class LocalAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`LocalCommandSource`."""
+
+    def __init__(self, source: LocalCommandSource) -> None:
         self.source = source
 
     async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
@@ -80,11 +139,11 @@ class LocalAgentPanes:
 
 
 class LocalCommands(AgentPaneCommands):
-    """The command backend for a :class:`LocalSource`."""
+    """The command backend for a :class:`LocalCommandSource`."""
 
     def __init__(
         self,
-        source: LocalSource,
+        source: LocalCommandSource,
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,
@@ -96,7 +155,9 @@ class LocalCommands(AgentPaneCommands):
 
     # ------------------------------------------------------------ catalogue
 
-    async def _describe(self, pane: LocalPane) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
+    async def _describe(
+        self, pane: LocalCommandPane
+    ) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
         """The pane as ``list`` describes it (with its agent), and its task."""
         processes = await self.panes.foreground(pane.id) if pane.alive else ()
         found = identify_group(processes)

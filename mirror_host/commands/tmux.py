@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import shlex
 import uuid
+from typing import Protocol
 from uuid import UUID
 
 import trio
@@ -44,14 +45,14 @@ from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
+from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import terminal_foreground
-from mirror_host.panes.tmux import TmuxSource
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import screen_of_rows
 from mirror_host.terminal.view import ScreenText
 
-__all__ = ["TmuxAgentPanes", "TmuxCommands"]
+__all__ = ["TmuxAgentPanes", "TmuxCommandSource", "TmuxCommands"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +60,52 @@ _LISTED_SECONDS = 5.0
 _FOCUS_FORMAT = SEPARATOR.join(("#{pane_id}", "#{window_active}", "#{pane_active}", "#{pane_pid}"))
 
 
-class TmuxAgentPanes:
-    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`TmuxSource`."""
+class TmuxCommandSource(Protocol):
+    """What the tmux backend uses of the tmux source (``cli_serve`` hands it a
+    :class:`~mirror_host.panes.tmux.TmuxSource`)."""
 
-    def __init__(self, source: TmuxSource) -> None:
+    @property
+    def input_activity(self) -> InputActivity:
+        """When each pane last got raw input from a Mac client."""
+        ...
+
+    async def run_tmux(self, *args: str, stdin: bytes = b"") -> str:
+        """Run one tmux command line against the source's server; its standard output.
+
+        Raises:
+            PaneSourceError: tmux failed, or its server is not running.
+        """
+        ...
+
+    def pane_row(self, pane_id: UUID) -> PaneRow:
+        """The pane's row of the last listing.
+
+        Raises:
+            PaneNotFound: it is not listed.
+        """
+        ...
+
+    def pane_rows(self) -> list[tuple[UUID, PaneRow]]:
+        """Every listed pane with its row, in listing order."""
+        ...
+
+    def pane_screen(self, pane_id: UUID) -> Screen | None:
+        """The pane's mirrored screen while somebody watches it, else ``None``."""
+        ...
+
+    async def leave_copy_mode(self, pane_id: UUID) -> None:
+        """Back to the live pane if it is scrolled back (copy mode would take keys)."""
+        ...
+
+    def request_relist(self) -> None:
+        """Read the pane list again soon."""
+        ...
+
+
+class TmuxAgentPanes:
+    """:class:`~mirror_host.commands.agent_input.AgentPanes` over a :class:`TmuxCommandSource`."""
+
+    def __init__(self, source: TmuxCommandSource) -> None:
         self.source = source
 
     def _target(self, pane_id: UUID) -> str:
@@ -138,11 +181,11 @@ class TmuxAgentPanes:
 
 
 class TmuxCommands(AgentPaneCommands):
-    """The command backend for a :class:`TmuxSource`."""
+    """The command backend for a :class:`TmuxCommandSource`."""
 
     def __init__(
         self,
-        source: TmuxSource,
+        source: TmuxCommandSource,
         *,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,

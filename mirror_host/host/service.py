@@ -22,12 +22,13 @@ import trio
 from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
+from mirror_host.files import write_atomic
 from mirror_host.host.admin import bind_admin_socket, check_socket_path, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
 from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.server import Host
-from mirror_host.host.store import DeviceStore, write_atomic
+from mirror_host.host.store import DeviceStore
 from mirror_host.panes.source import PaneSource
 
 __all__ = ["run_host"]
@@ -85,7 +86,7 @@ async def run_host(
                 "hostRunID": str(host.host_run_id).upper(),
             }
             data = (json.dumps(status) + "\n").encode()
-            await trio.to_thread.run_sync(write_atomic, status_path, data)
+            await trio.to_thread.run_sync(write_atomic, status_path, data)  # fsync: off the loop
             if open_pairing:
                 ticket = await host.open_pairing_window()
                 if show_pairing is not None:

@@ -21,8 +21,9 @@ import trio
 
 from mirror_host.auth.devices import DeviceRegistry, decode_registry, encode_registry
 from mirror_host.errors import StoreError
+from mirror_host.files import write_atomic
 
-__all__ = ["DeviceStore", "ensure_private_dir", "write_atomic"]
+__all__ = ["DeviceStore", "ensure_private_dir"]
 
 STORE_NAME = "devices.json"
 
@@ -66,37 +67,6 @@ def ensure_private_dir(path: Path) -> None:
             os.chmod(path, 0o700)
     except OSError as exc:
         raise StoreError(f"{path}: cannot use the state directory ({exc.strerror})") from exc
-
-
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file.
-
-    Raises:
-        OSError: the write failed; the old file is untouched.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class DeviceStore:

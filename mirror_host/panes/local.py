@@ -18,8 +18,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import pwd
-import shutil
 import signal
 import struct
 import subprocess
@@ -34,23 +32,19 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.capture.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
-from mirror_host.panes.styled import ArchiveCache, ArchiveKey, Cached, plan_window
+from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.shell.inject import ShellIntegration
+from mirror_host.shell.login import default_shell_command
+from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
 
-__all__ = ["LocalPane", "LocalSource", "default_shell_command"]
+__all__ = ["LocalPane", "LocalSource"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,27 +62,6 @@ EMPTY_HINT = (
 )
 
 
-def default_shell_command() -> list[str]:
-    """The user's login shell, started as a login shell.
-
-    ``$SHELL`` first, then the account's shell, then ``/bin/sh``: the first that
-    names a program this machine can run (a ``$SHELL`` left over from another
-    machine or container is warned about, not fatal).
-    """
-    candidates = [os.environ.get("SHELL") or "", _account_shell(), "/bin/sh"]
-    for index, shell in enumerate(candidates):
-        if shell and shutil.which(shell):
-            if index > 0 and candidates[0]:
-                logger.warning(
-                    "$SHELL is %s, which is not a program here; using %s instead "
-                    "(fix SHELL, or give --local-command CMD)",
-                    candidates[0],
-                    shell,
-                )
-            return [shell, "-l"]
-    return ["/bin/sh", "-l"]
-
-
 def _start_directory() -> str:
     """Where panes start: the current directory, or home when it was removed."""
     try:
@@ -97,13 +70,6 @@ def _start_directory() -> str:
         home = os.path.expanduser("~")
         logger.warning("the current directory no longer exists; local panes start in %s", home)
         return home
-
-
-def _account_shell() -> str:
-    try:
-        return pwd.getpwuid(os.getuid()).pw_shell
-    except KeyError:  # no passwd entry (some containers)
-        return ""
 
 
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
@@ -328,7 +294,7 @@ class LocalSource:
             while True:
                 try:
                     data = await pane.master.receive_some(_READ_BYTES)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                except (*STREAM_GONE, OSError):
                     exited = True  # EIO: the last process holding the PTY is gone
                     break
                 if not data:
@@ -371,7 +337,9 @@ class LocalSource:
             code = await trio.to_thread.run_sync(_wait_for, process, grace)
             if code is not None:
                 return code
-        return process.wait()
+        # Not even SIGKILL within 5 s (a process stuck in the kernel): wait on in a
+        # thread, never on the event loop.
+        return await trio.to_thread.run_sync(process.wait)
 
     def _signal(self, pane: LocalPane, sig: signal.Signals) -> None:
         if pane.process.poll() is None:
@@ -479,7 +447,7 @@ class LocalSource:
         async with pane.write_lock:
             try:
                 await pane.master.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            except (*STREAM_GONE, OSError) as exc:
                 raise PaneNotFound(f"pane {pane.id} is gone") from exc
 
     async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:

@@ -1,10 +1,8 @@
-"""Pane descriptions and captures, as the host sees them. Pure values.
+"""Pane descriptions and their subscribers, as the sources and the host see them. Pure values.
 
-A source turns a pane into one of two captures: :class:`VTCapture` (the active
-screen as VT bytes, for ``vt-v1``) or :class:`TextCapture` (the viewport as
-text, for ``text-v1``). Both may carry :class:`ScrollBounds` and are compared by
-value, which is how unchanged frames are suppressed. A VT capture of a
-scrolled-back pane may also carry a :class:`StyledArchive` (styled-scrollback-v1).
+The captures a source hands over (``VTCapture``, ``TextCapture`` …) are
+:mod:`mirror_host.capture.values`', below both the sources and the session;
+the limits on them are :mod:`mirror_host.limits`'.
 """
 
 from __future__ import annotations
@@ -13,16 +11,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from mirror_host.errors import InvalidArgument
+# Kept importable from here for host/ (hub.py imports them from this module):
+# new code imports them from mirror_host.capture.values and mirror_host.limits.
+from mirror_host.capture.values import (
+    Capability,
+    Capture,
+    HistoryCapture,
+    ScrollBounds,
+    StyledArchive,
+    TextCapture,
+    VTCapture,
+)
+from mirror_host.limits import (
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_CELLS,
+    MAX_ARCHIVE_ROWS,
+    MAX_HISTORY_BYTES,
+    MAX_TEXT_BYTES,
+    MAX_VT_BYTES,
+    POLL_SECONDS,
+)
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_CELLS",
     "MAX_ARCHIVE_ROWS",
     "MAX_HISTORY_BYTES",
-    "POLL_SECONDS",
     "MAX_TEXT_BYTES",
     "MAX_VT_BYTES",
+    "POLL_SECONDS",
     "Capability",
     "Capture",
     "HistoryCapture",
@@ -34,35 +51,6 @@ __all__ = [
     "Watchers",
 ]
 
-#: Limits from Prowl's host (docs/protocol.md §11).
-MAX_VT_BYTES = 4 * 1024 * 1024
-MAX_TEXT_BYTES = 1024 * 1024
-MAX_HISTORY_BYTES = 2 * 1024 * 1024
-#: Styled scrollback (Prowl's ``GhosttyMirrorPaneSource``): at most this many
-#: rows, rows × columns cells and bytes; the Mac client also refuses a
-#: ``rowOffset`` above the row limit.
-MAX_ARCHIVE_ROWS = 5_000
-MAX_ARCHIVE_CELLS = 250_000
-MAX_ARCHIVE_BYTES = 2 * 1024 * 1024
-#: How often a pane that cannot push its changes is read (Prowl's 200 ms tick).
-POLL_SECONDS = 0.2
-
-
-class Capability:
-    """Optional features a source may really support (capability strings)."""
-
-    HISTORY = "history"
-    REMOTE_SCROLL = "remote-scroll"
-    VIEWPORT_TEXT = "viewport-text-v1"
-    STYLED_SCROLLBACK = "styled-scrollback-v1"
-    SCROLL_STATE = "scroll-state-v1"
-    #: In Prowl's advertising order.
-    ORDER = (HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, STYLED_SCROLLBACK, SCROLL_STATE)
-    #: What a source that keeps its own screen for each pane supports (local
-    #: PTYs, tmux): history, scrolling, the scrolled viewport (plain and styled)
-    #: and its bounds.
-    OWN_SCREEN = frozenset({HISTORY, REMOTE_SCROLL, VIEWPORT_TEXT, STYLED_SCROLLBACK, SCROLL_STATE})
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PaneInfo:
@@ -73,77 +61,6 @@ class PaneInfo:
     directory: str
     project_name: str | None = None
     subtitle: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScrollBounds:
-    """Whether the viewport is at the oldest row / at the live bottom.
-
-    ``None`` means unknown (alternate screen, a program that captures the mouse,
-    or a source that cannot tell). Only ``True`` disables a scroll direction.
-    """
-
-    at_top: bool | None = None
-    at_bottom: bool | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StyledArchive:
-    """Retained rows as VT (``viewport.styledScrollback``), for a scrolled viewport.
-
-    ``data`` replays, after Prowl's Mac client clears its replica, the rows of a
-    window of the pane's scrollback and screen, oldest first; ``row_offset`` is
-    how many of those rows lie above the top of the viewport. The Mac client
-    scrolls its replica to the top, then down by ``row_offset``.
-    """
-
-    data: bytes
-    row_offset: int
-
-    def __post_init__(self) -> None:
-        if not 1 <= len(self.data) <= MAX_ARCHIVE_BYTES:
-            raise InvalidArgument(f"an archive of {len(self.data)} bytes (1 … 2 MiB allowed)")
-        if not 0 <= self.row_offset <= MAX_ARCHIVE_ROWS:
-            raise InvalidArgument(f"row offset {self.row_offset} (0 … {MAX_ARCHIVE_ROWS} allowed)")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VTCapture:
-    """The active screen as VT bytes, plus what opted-in clients also get."""
-
-    columns: int
-    rows: int
-    data: bytes
-    #: The viewport as text while it is scrolled away from the bottom, else None.
-    viewport_text: str | None = None
-    scroll_bounds: ScrollBounds | None = None
-    #: The styled archive around that viewport, when asked for and exportable.
-    styled_scrollback: StyledArchive | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TextCapture:
-    """The viewport as plain text (rows joined by ``\\n``)."""
-
-    columns: int
-    rows: int
-    text: str
-    truncated: bool = False
-    scroll_bounds: ScrollBounds | None = None
-
-
-#: What a source hands the host for one frame.
-Capture = VTCapture | TextCapture
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryCapture:
-    """Retained text (scrollback and screen); ``truncated`` when the source itself
-    kept less than it had. The session keeps the newest 2 MiB of it (the one cut,
-    :class:`~mirror_host.session.history.HistorySnapshot`)."""
-
-    text: str
-    truncated: bool = False
 
 
 class Watchers:

@@ -1,8 +1,9 @@
 """The seam between the host and wherever panes come from. Typing only.
 
 The host depends on this protocol and nothing else; the command line builds the
-concrete source (local PTYs, tmux, Herdr) and hands it over, so every test can
-run the whole host against any source.
+concrete source (local PTYs, tmux, Herdr, agliteterm) and hands it over, so every
+test can run the whole host against any source. The same source goes to its
+command backend, which types against a Protocol of its own (``commands/``).
 
 Sampling contract: the host reads a pane (``capture``) only while somebody is
 subscribed to it, and it does so inside ``watch(pane_id, on_change)``. A source
@@ -25,8 +26,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 from uuid import UUID
 
+from mirror_host.capture.values import HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
-from mirror_host.panes.model import HistoryCapture, PaneInfo, TextCapture, VTCapture
+from mirror_host.panes.model import PaneInfo
 
 __all__ = ["PaneSource"]
 

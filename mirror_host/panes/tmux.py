@@ -43,26 +43,25 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.control import Representation, ScrollDirection
-from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
-from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.lines import LineSplitter, LineTooLong
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    ScrollBounds,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
-from mirror_host.panes.styled import (
+from mirror_host.capture.styled import (
     ArchiveCache,
     ArchiveKey,
     ArchiveWindow,
     Cached,
     plan_window,
 )
+from mirror_host.capture.values import (
+    Capability,
+    HistoryCapture,
+    ScrollBounds,
+    TextCapture,
+    VTCapture,
+)
+from mirror_host.control import Representation, ScrollDirection
+from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.lines import LineSplitter, LineTooLong
+from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     PANE_STATE_FORMAT,
@@ -76,6 +75,7 @@ from mirror_host.panes.tmux_protocol import (
     parse_pane_rows,
     parse_pane_state,
 )
+from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive, screen_of_rows
 
@@ -221,7 +221,7 @@ class _ControlClient:
             self._pending[self._parser.expect(blocks)] = pending
             try:
                 await process.stdin.send_all(line.encode() + b"\n")
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            except STREAM_GONE as exc:
                 raise PaneSourceUnavailable("the tmux control client went away") from exc
         await pending.done.wait()
         if pending.failed:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
+from mirror_host.capture.values import Capture
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -47,13 +48,13 @@ from mirror_host.control import (
 )
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import LocalProtocolError, ProtocolViolation, RemoteProtocolError
-from mirror_host.panes.model import Capture
+from mirror_host.limits import AUTH_TIMEOUT_SECONDS, IDLE_TIMEOUT_SECONDS
 from mirror_host.session.events import Event
 from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import NO_FRAMES, FrameSchedule, Lease
-from mirror_host.session.link import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS, Link
-from mirror_host.session.logged_in import MAX_INPUT_BYTES, PANE_BUSY, LoggedIn
-from mirror_host.session.login import AUTH_TIMEOUT_SECONDS, Login
+from mirror_host.session.link import Link
+from mirror_host.session.logged_in import PANE_BUSY, LoggedIn
+from mirror_host.session.login import Login
 from mirror_host.session.states import (
     CLIENT_TRANSITIONS,
     HOST_TRANSITIONS,
@@ -66,12 +67,7 @@ from mirror_host.session.states import (
 )
 from mirror_host.wire import ControlPacket
 
-# The three limits are here for client/attach.py until they get a module of
-# their own (issue #17, item 4).
 __all__ = [
-    "HEARTBEAT_SECONDS",
-    "IDLE_TIMEOUT_SECONDS",
-    "MAX_INPUT_BYTES",
     "FrameSchedule",
     "Phase",
     "Session",

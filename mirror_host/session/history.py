@@ -26,7 +26,7 @@ from uuid import UUID
 
 from mirror_host.control import History, HistoryPage
 from mirror_host.errors import ProtocolViolation
-from mirror_host.panes.model import MAX_HISTORY_BYTES
+from mirror_host.limits import MAX_HISTORY_BYTES
 
 __all__ = [
     "MAX_SNAPSHOT_BYTES",

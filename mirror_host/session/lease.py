@@ -27,6 +27,7 @@ import enum
 from dataclasses import dataclass
 from uuid import UUID
 
+from mirror_host.capture.values import Capability, Capture, ScrollBounds, VTCapture
 from mirror_host.control import (
     ControlMessage,
     Representation,
@@ -37,7 +38,6 @@ from mirror_host.control import (
     Viewport,
 )
 from mirror_host.errors import LocalProtocolError, ProtocolViolation
-from mirror_host.panes.model import Capability, Capture, ScrollBounds, VTCapture
 from mirror_host.session.history import HistoryDesk
 from mirror_host.wire import TextFramePacket, VTFramePacket, encode_packet
 

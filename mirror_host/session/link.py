@@ -26,19 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirror_host.control import ControlMessage, Ping, encode_control
+from mirror_host.limits import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS
 from mirror_host.session.events import ConnectionClosed, Event
 from mirror_host.wire import ControlPacket, Packet, PacketDecoder, encode_packet
 
 __all__ = [
-    "HEARTBEAT_SECONDS",
-    "IDLE_TIMEOUT_SECONDS",
     "MAX_OUTBOUND_BYTES",
     "Closing",
     "Link",
 ]
 
-HEARTBEAT_SECONDS = 2.0
-IDLE_TIMEOUT_SECONDS = 8.0
 MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
 
 

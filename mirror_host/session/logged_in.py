@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import assert_never
 from uuid import UUID
 
+from mirror_host.capture.values import Capture
 from mirror_host.control import (
     PANE_TARGETED_COMMANDS,
     Acknowledge,
@@ -51,7 +52,7 @@ from mirror_host.control import (
 )
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import LocalProtocolError, ProtocolViolation, RemoteProtocolError
-from mirror_host.panes.model import Capture
+from mirror_host.limits import MAX_INPUT_BYTES
 from mirror_host.session.events import (
     CommandRequested,
     FrameAcknowledged,
@@ -70,7 +71,6 @@ from mirror_host.session.states import SessionMessage
 
 __all__ = [
     "HISTORY_UNAVAILABLE",
-    "MAX_INPUT_BYTES",
     "PANE_BUSY",
     "SCROLL_BUSY",
     "SCROLL_CANNOT",
@@ -79,7 +79,6 @@ __all__ = [
     "LoggedIn",
 ]
 
-MAX_INPUT_BYTES = 65_536
 
 PANE_BUSY = "PANE_BUSY: This pane already has a remote mirror."
 HISTORY_UNAVAILABLE = "HISTORY_UNAVAILABLE: Cannot capture history within the supported limits."

@@ -16,12 +16,11 @@ from uuid import UUID
 from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.control import Authenticate, Challenge, Pair
 from mirror_host.errors import ProtocolViolation
+from mirror_host.limits import AUTH_TIMEOUT_SECONDS
 from mirror_host.session.events import AuthenticateRequested, PairRequested
 from mirror_host.session.states import LoginMessage
 
-__all__ = ["AUTH_TIMEOUT_SECONDS", "Login"]
-
-AUTH_TIMEOUT_SECONDS = 5.0
+__all__ = ["Login"]
 
 
 class Login:

@@ -48,7 +48,7 @@ import enum
 import math
 from collections.abc import Callable
 
-from mirror_host.panes.model import POLL_SECONDS
+from mirror_host.limits import POLL_SECONDS
 from mirror_host.session.lease import FrameSchedule
 
 __all__ = ["MIN_FRAME_SECONDS", "FramePacer", "Pace"]

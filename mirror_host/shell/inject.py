@@ -25,7 +25,6 @@ possibly as ``exec`` in a ``sh -c`` command. Anything else runs as given.
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import tempfile
@@ -176,11 +175,12 @@ class ShellIntegration:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
+    """Write ``text`` to ``path`` in the integration's own new directory.
+
+    No fsync and no rename (and so nothing that blocks the event loop the local
+    source starts on): the directory is new and private, nothing reads a file
+    before :meth:`ShellIntegration.create` returns, and a crash takes the
+    files' only readers, the shells this process starts, with them.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
+    path.write_text(text, encoding="utf-8")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mirror_host.errors import ServiceError
-from mirror_host.host.store import write_atomic
+from mirror_host.files import write_atomic
 from mirror_host.system_service.units import (
     LAUNCHD_LABEL,
     SYSTEMD_UNIT,

@@ -1,7 +1,7 @@
 """Styled-scrollback archives from a libghostty screen, checked before they go. Native, no I/O.
 
 The archive is libghostty's VT formatting of a window of retained rows (see
-:meth:`Screen.archive`), cut to Prowl's limits by :mod:`mirror_host.panes.styled`.
+:meth:`Screen.archive`), cut to Prowl's limits by :mod:`mirror_host.capture.styled`.
 
 Before an archive is sent it is presented the way Prowl's Mac client presents
 it (:func:`present`): a fresh replica gets the frame, a clear, the archive and a
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mirror_host.panes.model import MAX_ARCHIVE_ROWS, StyledArchive
-from mirror_host.panes.styled import ArchiveWindow, Cached, build_archive
+from mirror_host.capture.styled import ArchiveWindow, Cached, build_archive
+from mirror_host.capture.values import StyledArchive
+from mirror_host.limits import MAX_ARCHIVE_ROWS
 from mirror_host.terminal.screen import Screen
 
 __all__ = ["export_archive", "present", "screen_of_rows"]

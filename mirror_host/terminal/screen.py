@@ -32,9 +32,9 @@ from typing import Any
 from pyghostty import Terminal, ffi, lib
 from pyghostty.core import init_sized
 
+from mirror_host.capture.values import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.control import Representation
 from mirror_host.errors import GhosttyFailure
-from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.shell.marks import MarkKind, MarkScanner, PromptMarks
 
 __all__ = ["DEFAULT_SCROLLBACK_BYTES", "DEFAULT_SCROLLBACK_LINES", "Cell", "Screen"]

@@ -1489,6 +1489,15 @@ class FakeHerdr:
         """The decoded requests of one method."""
         return [r for r in self.requests if r.get("method") == method]
 
+    def streaming(self, event_type: str, pane_id: str) -> bool:
+        """Whether an ``events.subscribe`` stream that was acknowledged follows
+        ``event_type`` for the pane (what changes now, it reports)."""
+        return any(
+            entry["type"] == event_type and entry.get("pane_id") == pane_id
+            for subscriber in self._subscribers
+            for entry in subscriber.entries
+        )
+
     # ------------------------------------------------------------ test API: a slow Herdr
 
     def delay_method(

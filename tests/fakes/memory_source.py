@@ -17,16 +17,10 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
+from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.terminal import Screen
 
 __all__ = ["MemoryPane", "MemorySource"]

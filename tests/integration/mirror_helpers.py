@@ -8,8 +8,9 @@ from uuid import UUID
 import trio
 
 from mirror_host import control as c
+from mirror_host.capture.values import StyledArchive
 from mirror_host.client.client import MirrorClient
-from mirror_host.panes.model import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_ROWS, StyledArchive
+from mirror_host.limits import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_ROWS
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import present
 from mirror_host.wire import TextFramePacket, VTFramePacket

@@ -125,6 +125,7 @@ async def new_pane_id(result: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_create_a_shell_and_an_agent_with_its_first_prompt(
     state_dir: Path, repo: Path, claude_bin: Path, kind: str
 ) -> None:
@@ -227,6 +228,7 @@ async def test_launch_profile_is_advertised_with_no_agent_installed(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_shell_send_is_advertised_only_where_send_works(state_dir: Path, kind: str) -> None:
     """With `shell-send` a phone's Send on a shell pane is a `send`; without it, none is made."""
     async with rig(kind, state_dir) as setup:

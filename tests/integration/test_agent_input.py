@@ -189,6 +189,7 @@ def delivered(prompt: str, *, characters: int | None = None) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_a_ready_agent_gets_the_prompt_once_with_one_enter(
     state_dir: Path, kind: str
 ) -> None:
@@ -216,6 +217,7 @@ async def test_a_ready_agent_gets_the_prompt_once_with_one_enter(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> None:
     async with rig(kind, state_dir) as setup, phone_on(setup) as (phone, sub):
         setup.agent.set(state="idle", ghost="try: write a test for parser.py")
@@ -241,6 +243,7 @@ async def test_long_pastes_and_faint_suggestions(state_dir: Path, kind: str) -> 
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_prompts_that_start_like_menu_options(state_dir: Path, kind: str) -> None:
     """`❯ 1. Fix…` in the box is the paste, and its echo above the box is no menu either."""
     async with rig(kind, state_dir) as setup, phone_on(setup) as (phone, sub):
@@ -257,6 +260,7 @@ async def test_prompts_that_start_like_menu_options(state_dir: Path, kind: str) 
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_blocked_draft_busy_and_bad_prompts_get_nothing_typed(
     state_dir: Path, kind: str
 ) -> None:
@@ -291,6 +295,7 @@ async def test_blocked_draft_busy_and_bad_prompts_get_nothing_typed(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_a_turn_ending_within_the_grace_period_is_waited_for(
     state_dir: Path, kind: str
 ) -> None:
@@ -315,6 +320,7 @@ async def test_a_turn_ending_within_the_grace_period_is_waited_for(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_recent_typing_on_a_mac_refuses_delivery(state_dir: Path, kind: str) -> None:
     async with rig(kind, state_dir, timing=DeliveryTiming(quiet_seconds=300)) as setup:
         async with login("127.0.0.1", port_of(setup.host), await paired(setup.host, "Mac")) as mac:
@@ -331,6 +337,7 @@ async def test_recent_typing_on_a_mac_refuses_delivery(state_dir: Path, kind: st
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_a_shell_pane_has_no_agent(state_dir: Path, kind: str) -> None:
     async with rig(kind, state_dir) as setup, phone_on(setup, setup.shell) as (phone, sub):
         result = await command(
@@ -362,6 +369,7 @@ async def test_a_vanished_pane_gets_nothing(state_dir: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 async def test_an_agent_without_bracketed_paste(state_dir: Path, kind: str) -> None:
     """It reads a paste as keys: one line goes as plain text, as a terminal would send it,
     and a line break never reaches it where it could act as Enter."""

@@ -132,6 +132,7 @@ async def answer_claude(
     assert agent.submissions() == [{"prompt": prompt, "state": "idle"}]
 
 
+@pytest.mark.slow
 async def test_serve_local_claude_look_alike(state_dir: Path, claude_bin: Path) -> None:
     agent = FakeAgent(state_dir / "agent")
     local_command = shlex.join([str(claude_bin), *agent.arguments()])
@@ -143,6 +144,7 @@ async def test_serve_local_claude_look_alike(state_dir: Path, claude_bin: Path) 
 
 
 @needs_tmux
+@pytest.mark.slow
 async def test_serve_tmux_claude_look_alike(state_dir: Path, claude_bin: Path) -> None:
     agent = FakeAgent(state_dir / "agent")
     server = TmuxServer(state_dir)
@@ -209,6 +211,7 @@ def look_alike_command(
         pytest.param("local", False, "program", id="local-literal-program"),
     ],
 )
+@pytest.mark.slow
 async def test_serve_verbatim_capture_look_alike(
     state_dir: Path, kind: str, bracketed_paste: bool, launcher: str
 ) -> None:

@@ -26,8 +26,11 @@ CLOSE = "close"
 
 
 @asynccontextmanager
-async def server(path: Path, answer: Answer) -> AsyncIterator[list[dict[str, object]]]:
-    """A Unix socket that answers each request line with ``answer(request, connection)``."""
+async def server(
+    path: Path, answer: Answer, on_close: Callable[[int], None] = lambda _connection: None
+) -> AsyncIterator[list[dict[str, object]]]:
+    """A Unix socket that answers each request line with ``answer(request, connection)``;
+    ``on_close(connection)`` once it has closed that connection."""
     seen: list[dict[str, object]] = []
     connections = 0
 
@@ -36,19 +39,22 @@ async def server(path: Path, answer: Answer) -> AsyncIterator[list[dict[str, obj
         connections += 1
         number = connections
         splitter = LineSplitter(1 << 20)
-        async with stream:
-            while chunk := await stream.receive_some(65536):
-                for line in splitter.feed(chunk):
-                    request = json.loads(line)
-                    request["connection"] = number
-                    seen.append(request)
-                    reply = await answer(request, number)
-                    if reply is None:
-                        return
-                    if isinstance(reply, tuple):
-                        await stream.send_all(reply[0] + b"\n")
-                        return
-                    await stream.send_all(reply + b"\n")
+        try:
+            async with stream:
+                while chunk := await stream.receive_some(65536):
+                    for line in splitter.feed(chunk):
+                        request = json.loads(line)
+                        request["connection"] = number
+                        seen.append(request)
+                        reply = await answer(request, number)
+                        if reply is None:
+                            return
+                        if isinstance(reply, tuple):
+                            await stream.send_all(reply[0] + b"\n")
+                            return
+                        await stream.send_all(reply + b"\n")
+        finally:
+            on_close(number)
 
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     await sock.bind(str(path))
@@ -92,10 +98,16 @@ async def test_a_connection_the_peer_closed_is_replaced_before_use(state_dir: Pa
             return ok("first"), CLOSE  # then agliteterm goes away under the kept connection
         return ok(request["cmd"])
 
-    async with server(path, answer) as seen:
+    first_closed = trio.Event()
+
+    def on_close(connection: int) -> None:
+        if connection == 1:
+            first_closed.set()
+
+    async with server(path, answer, on_close) as seen:
         client = AgliteClient(UnixSocketTransport(path))
         assert await client.call("ping") == "first"
-        await trio.sleep(0.1)  # the close has reached us
+        await first_closed.wait()  # agliteterm has gone from under the kept connection
         # Input is neither lost nor sent twice: one type, on a new connection.
         assert await client.call("session.type", target="a", args={"text": "x"}) == "session.type"
         assert [(r["cmd"], r["connection"]) for r in seen] == [("ping", 1), ("session.type", 2)]

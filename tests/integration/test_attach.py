@@ -106,6 +106,7 @@ def remote_shell() -> LocalSource:
     return LocalSource(["sh"], columns=80, rows=24, env={**os.environ, "PS1": "remote$ "})
 
 
+@pytest.mark.slow
 async def test_attach_shows_the_pane_types_into_it_and_detaches(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -202,6 +203,7 @@ async def _attach(config_home: Path, *args: str) -> tuple[int, str]:
     return result.returncode, result.stderr.decode()
 
 
+@pytest.mark.slow
 async def test_attach_refusals_are_one_clear_line(state_dir: Path, tmp_path: Path) -> None:
     async with running_host(state_dir) as host:
         address = f"127.0.0.1:{port_of(host)}"
@@ -320,6 +322,7 @@ class CuttableProxy:
         self._scopes.clear()
 
 
+@pytest.mark.slow
 async def test_a_lost_connection_is_retried_until_it_comes_back(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -84,6 +84,7 @@ def served(state_dir: Path) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]
         stop(process)
 
 
+@pytest.mark.slow
 def test_state_files_are_private_and_serve_json_is_removed_on_exit(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -99,6 +100,7 @@ def test_state_files_are_private_and_serve_json_is_removed_on_exit(
     assert not (state_dir / "admin.sock").exists()
 
 
+@pytest.mark.slow
 def test_second_host_on_the_same_state_dir_is_refused(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -122,6 +124,7 @@ def test_second_host_on_the_same_state_dir_is_refused(
     assert "another mirror-host is running" in result.stderr
 
 
+@pytest.mark.slow
 def test_pair_to_an_unwritable_png_opens_no_window(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -136,6 +139,7 @@ def test_pair_to_an_unwritable_png_opens_no_window(
     assert status["pairing"]["open"] is False
 
 
+@pytest.mark.slow
 async def test_pair_json_devices_revoke_and_status(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
@@ -178,6 +182,7 @@ async def test_pair_json_devices_revoke_and_status(
     assert again.returncode == 1 and "no paired device" in again.stderr
 
 
+@pytest.mark.slow
 def test_pair_without_advertisable_address_says_why(state_dir: Path) -> None:
     process = subprocess.Popen(
         [
@@ -218,6 +223,7 @@ def test_a_busy_port_is_one_clear_line(state_dir: Path) -> None:
     assert not (state_dir / "serve.json").exists()
 
 
+@pytest.mark.slow
 def test_commands_without_a_host_say_so(state_dir: Path) -> None:
     for command in ("pair", "status"):
         result = cli(state_dir, command)
@@ -227,6 +233,7 @@ def test_commands_without_a_host_say_so(state_dir: Path) -> None:
     assert devices.returncode == 0 and "No paired devices" in devices.stdout
 
 
+@pytest.mark.slow
 def test_configuration_errors_name_the_key(state_dir: Path, tmp_path: Path) -> None:
     # check-config (and serve) refuse them; the admin commands warn and go on (below).
     config = tmp_path / "mh.toml"
@@ -266,6 +273,7 @@ def test_a_configuration_typo_does_not_block_the_admin_commands(
     assert serve.returncode == 2 and "server.bogus" in serve.stderr
 
 
+@pytest.mark.slow
 def test_help_explains_every_command() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mirror_host", "--help"], capture_output=True, text=True, timeout=30
@@ -281,6 +289,7 @@ def test_help_explains_every_command() -> None:
     assert "--local-command" in serve_help.stdout and "--pair" in serve_help.stdout
 
 
+@pytest.mark.slow
 async def test_sigterm_tells_subscribers_the_host_stopped(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:

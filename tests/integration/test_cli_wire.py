@@ -33,6 +33,7 @@ def test_first_invalid_packet_stops_with_error_and_exit_1() -> None:
     assert lines[1] == {"error": "unknown packet kind 3 (expected 0, 1 or 2)"}
 
 
+@pytest.mark.slow
 def test_payload_mode() -> None:
     code, lines = run(
         "02000102030405060708090a0b0c0d0e0f000000000000000100000050000000180141", "--payload"
@@ -51,6 +52,7 @@ def test_payload_mode() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_vt_frame_bytes_are_base64() -> None:
     code, lines = run(
         "00000038011111111122223333444455555555555500000000000000010000005100000019"
@@ -67,6 +69,7 @@ def test_not_hex_is_an_error() -> None:
     assert "not hex" in str(lines[0]["error"])
 
 
+@pytest.mark.slow
 def test_help_explains_the_input_kinds() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mirror_host", "wire", "decode", "--help"],

@@ -468,6 +468,7 @@ async def test_request_ids_receipts_and_reuse(state_dir: Path) -> None:
             }
 
 
+@pytest.mark.slow
 async def test_the_1025th_mutation_is_refused(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
@@ -493,6 +494,7 @@ async def test_the_1025th_mutation_is_refused(state_dir: Path) -> None:
             assert listing["ok"] is True
 
 
+@pytest.mark.slow
 async def test_takeover_cancels_a_pending_input(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -449,6 +449,7 @@ def reset_patches() -> Iterator[pytest.MonkeyPatch]:
         for name, plant, only, expected, allow_input in FAULTS
     ],
 )
+@pytest.mark.slow
 async def test_a_planted_fault_fails_its_check(
     state_dir: Path,
     reset_patches: pytest.MonkeyPatch,
@@ -485,6 +486,7 @@ async def test_a_short_history_shows_a_paging_fault_without_typing(
     assert "the page before line 1: " in results["history.pages"].detail
 
 
+@pytest.mark.slow
 async def test_history_on_a_pane_that_runs_no_shell_still_passes(state_dir: Path) -> None:
     # With --allow-input the echo commands go to `cat`, whose output never shows their
     # marker: the check pages the short history as it is instead of failing.
@@ -594,6 +596,7 @@ async def test_unasked_panes_fail(state_dir: Path, reset_patches: pytest.MonkeyP
     assert "a second `subscribe` on a connection closes it" in result.detail
 
 
+@pytest.mark.slow
 async def test_history_answered_after_androids_limit_fails(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
@@ -661,6 +664,7 @@ def _ping_before_challenge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Session, "__init__", init)
 
 
+@pytest.mark.slow
 async def test_a_host_that_pings_before_its_challenge_passes(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
@@ -703,6 +707,7 @@ async def test_a_scroll_that_could_not_be_applied_is_replayed(
     assert results["scroll.busy"].status is not Status.FAILED, _statuses(results)
 
 
+@pytest.mark.slow
 async def test_a_failed_discovery_is_reported(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
@@ -728,6 +733,7 @@ async def test_a_pair_with_a_wrong_proof_that_pairs_fails_and_the_rest_runs(
 # ---------------------------------------------------------------- coalescing
 
 
+@pytest.mark.slow
 async def test_a_host_that_queues_frames_instead_of_coalescing_fails(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
@@ -742,6 +748,7 @@ async def test_a_host_that_queues_frames_instead_of_coalescing_fails(
     assert "the first after the ACK, does not show the echo's output" in result.detail
 
 
+@pytest.mark.slow
 async def test_a_slow_shell_is_not_taken_for_a_stale_frame(
     state_dir: Path, reset_patches: pytest.MonkeyPatch
 ) -> None:
@@ -767,6 +774,7 @@ async def _cli(*args: str) -> tuple[int, str]:
     return result.returncode, result.stdout.decode()
 
 
+@pytest.mark.slow
 async def test_the_command_reports_json_and_its_exit_status(state_dir: Path) -> None:
     async with host_for_suite(state_dir) as host:
         address = f"127.0.0.1:{port_of(host)}"

@@ -59,6 +59,7 @@ async def pair_until_killed(
         received.append(credential)
 
 
+@pytest.mark.slow
 async def test_sigkill_during_pairings_loses_nothing(state_dir: Path) -> None:
     rng = random.Random(20261201)
     budget = [PAIRINGS]

@@ -126,6 +126,7 @@ async def test_pane_closing_ends_the_subscription(state_dir: Path) -> None:
             assert c.Ended(reason=c.EndReason.PANE_CLOSED) in await client.expect_closed()
 
 
+@pytest.mark.slow
 async def test_herdr_restart_keeps_surviving_panes(state_dir: Path) -> None:
     socket = state_dir / "herdr.sock"
     first = FakeHerdr(socket)
@@ -296,6 +297,7 @@ async def test_scroll_right_after_output_the_host_has_not_listed(
             assert probe_and_first[1]["params"]["offset_from_bottom"] == 21
 
 
+@pytest.mark.slow
 async def test_a_snapshot_older_than_a_scroll_does_not_undo_its_bounds(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -386,6 +388,7 @@ async def test_event_stream_follows_the_agent_panes(state_dir: Path) -> None:
                     await trio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_typing_reaches_a_pane_that_moved_to_another_workspace(state_dir: Path) -> None:
     """Input goes to the pane's new id, once Herdr says the old one is not found."""
     async with fake_herdr(state_dir) as fake:
@@ -431,7 +434,9 @@ async def test_scroll_bounds_follow_herdr_between_scrolls(
             with trio.fail_after(10):
                 while followed() != {herdr_pane}:
                     await trio.sleep(0.05)
-            await trio.sleep(0.3)  # the new stream is up (its ack came back)
+            with trio.fail_after(10):  # the new stream is up (acknowledged): it reports scrolls
+                while not fake.streaming("pane.scroll_changed", herdr_pane):
+                    await trio.sleep(0.02)
             # No snapshot can tell the host from here on: only the event can.
             fake.delay_method("session.snapshot", 60.0)
             fake.scroll_pane(herdr_pane, 40)  # Herdr 0.8 has no pane.scroll: the mouse wheel

@@ -202,6 +202,7 @@ async def test_refresh_resends_an_unchanged_screen(state_dir: Path) -> None:
             assert again.data == last.data  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_scroll_duplicate_and_concurrent_requests(state_dir: Path) -> None:
     source = LocalSource(["seq 1 300; exec sleep 60"], columns=80, rows=24)
     async with running_host(state_dir, source) as host:

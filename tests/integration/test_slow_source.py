@@ -32,6 +32,7 @@ def history_reads(params: object) -> bool:
     return isinstance(params, dict) and params.get("source") == "recent"
 
 
+@pytest.mark.slow
 async def test_input_shows_while_herdr_answers_history_10_s_late(state_dir: Path) -> None:
     # The observe stream (Herdr's own push); polling reads only `visible`, which
     # the delay does not touch, so it would show the same thing again.
@@ -94,6 +95,7 @@ async def test_input_shows_while_herdr_answers_history_10_s_late(state_dir: Path
             assert b"during" in fake.received_input(pane)
 
 
+@pytest.mark.slow
 async def test_a_slow_scroll_on_herdr_leaves_input_flowing(state_dir: Path) -> None:
     async with fake_herdr(state_dir) as fake:
         await add_demo(fake, "seq 1 200; exec bash --norc --noprofile -i")

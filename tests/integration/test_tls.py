@@ -20,19 +20,21 @@ from types import MappingProxyType
 import pytest
 import trio
 
-from mirror_host.client.tls import client_context
 from mirror_host.errors import TLSUnsupported
-from mirror_host.host import psk_ctypes, tls
 from mirror_host.host.tls import (
-    CIPHER,
     PskTable,
     build_server_context,
+    negotiated_identity,
+    reset_negotiated_identity,
+)
+from mirror_host.tls import psk, psk_ctypes
+from mirror_host.tls.psk import (
+    CIPHER,
     check_psk_route,
     client_base_context,
+    client_context,
     memory_handshake,
-    negotiated_identity,
     psk_backend,
-    reset_negotiated_identity,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -151,13 +153,13 @@ def test_a_route_that_does_not_work_fails_with_one_clear_message(
 ) -> None:
     # A client callback that offers another key than the one it was given
     # stands in for a route whose callback is not really in force.
-    real = tls.set_client_psk
+    real = psk.set_client_psk
 
     def broken(context: ssl.SSLContext, callback: psk_ctypes.ClientCallback) -> None:
         real(context, lambda hint: (callback(hint)[0], b"\x00" * 32))
 
-    monkeypatch.setattr(tls, "_route_checked", None)
-    monkeypatch.setattr(tls, "set_client_psk", broken)
+    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "set_client_psk", broken)
     with pytest.raises(TLSUnsupported) as caught:
         build_server_context()
     message = str(caught.value)
@@ -172,16 +174,16 @@ def test_a_suite_other_than_prowls_fails_the_check(monkeypatch: pytest.MonkeyPat
     # A server that would also take another PSK suite, and a client that offers
     # only that one: the handshake works, the check must still refuse it.
     other = "ECDHE-PSK-AES128-CBC-SHA256"
-    real_server, real_client = tls._server_context, tls.client_base_context
+    real_server, real_client = psk.server_context, psk.client_base_context
 
-    def lax_server(holder: object) -> ssl.SSLContext:
-        context = real_server(holder)  # type: ignore[arg-type]
+    def lax_server(callback: psk_ctypes.ServerCallback) -> ssl.SSLContext:
+        context = real_server(callback)
         context.set_ciphers(f"{other}:{CIPHER}")
         return context
 
-    monkeypatch.setattr(tls, "_route_checked", None)
-    monkeypatch.setattr(tls, "_server_context", lax_server)
-    monkeypatch.setattr(tls, "client_base_context", lambda **_: real_client(cipher=other))
+    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "server_context", lax_server)
+    monkeypatch.setattr(psk, "client_base_context", lambda **_: real_client(cipher=other))
     with pytest.raises(TLSUnsupported, match=f"the server negotiated \\('{other}'"):
         check_psk_route()
 
@@ -252,9 +254,9 @@ def test_commands_on_a_python_whose_route_fails_stop_with_one_line(
     argv = [*command, "--state-dir", str(state)] if command[0] == "serve" else command
     code = (
         "import sys\n"
-        "from mirror_host.host import tls\n"
-        "real = tls.set_client_psk\n"
-        "tls.set_client_psk = lambda c, cb: real(c, lambda h: (cb(h)[0], b'x' * 32))\n"
+        "from mirror_host.tls import psk\n"
+        "real = psk.set_client_psk\n"
+        "psk.set_client_psk = lambda c, cb: real(c, lambda h: (cb(h)[0], b'x' * 32))\n"
         "from mirror_host.cli import main\n"
         f"sys.exit(main({argv!r}))\n"
     )

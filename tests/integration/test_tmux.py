@@ -130,6 +130,7 @@ async def test_list_and_titles(state_dir: Path, tmux_server: TmuxServer) -> None
         assert "history" in capabilities and "remote-scroll" in capabilities
 
 
+@pytest.mark.slow
 async def test_vt_and_text_subscriptions_with_input_echo(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
@@ -173,6 +174,7 @@ async def check_replica(
 
 
 @pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
+@pytest.mark.slow
 async def test_full_screen_program_streamed_and_seeded(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
@@ -197,6 +199,7 @@ async def test_full_screen_program_streamed_and_seeded(
         tmux_server.tmux("send-keys", "-t", target, ":qa!", "Enter")
 
 
+@pytest.mark.slow
 async def test_a_seeded_screen_keeps_colours_that_run_across_rows(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:
@@ -280,6 +283,7 @@ async def test_history_and_scroll(state_dir: Path, tmux_server: TmuxServer) -> N
 COLOURED = "clear; " + coloured_lines(500)
 
 
+@pytest.mark.slow
 async def test_a_mac_client_scrolled_back_in_tmux_sees_the_colours(
     state_dir: Path, tmux_server: TmuxServer
 ) -> None:

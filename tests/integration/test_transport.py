@@ -14,7 +14,6 @@ import trio
 
 from mirror_host.auth.proofs import device_proof, pair_proof
 from mirror_host.client.client import ClientClosed, Credential, login, open_client, pair_device
-from mirror_host.client.tls import client_context
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -27,6 +26,7 @@ from mirror_host.control import (
 )
 from mirror_host.host.admin_client import admin_request
 from mirror_host.host.store import DeviceStore
+from mirror_host.tls.psk import client_context
 from tests.integration.conftest import paired, port_of, running_host
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,6 +98,7 @@ async def test_proof_for_another_nonce_is_refused(state_dir: Path) -> None:
             assert await c.expect_closed() == []
 
 
+@pytest.mark.slow
 async def test_expired_window_refuses_pairing(state_dir: Path) -> None:
     # A window long enough that a loaded machine still finishes TLS inside it.
     async with running_host(state_dir, window_seconds=3.0) as host:
@@ -282,6 +283,7 @@ async def test_tls_refuses_other_suites_versions_and_keys(state_dir: Path) -> No
             assert c.stream.version() == "TLSv1.2"
 
 
+@pytest.mark.slow
 async def test_openssl_s_client_matrix(state_dir: Path) -> None:
     openssl = "openssl"
     async with running_host(state_dir) as host:

@@ -96,10 +96,12 @@ def script(state_dir: Path, name: str, payload: str) -> str:
     return f"cat {path}; exec sleep 120"
 
 
+@pytest.mark.slow
 async def test_generated_styles_modes_and_cursor(state_dir: Path) -> None:
     await mirror_and_compare(state_dir, script(state_dir, "gen.txt", GENERATED), wait_for="last")
 
 
+@pytest.mark.slow
 async def test_alternate_screen_with_mouse_and_hidden_cursor(state_dir: Path) -> None:
     await mirror_and_compare(
         state_dir, script(state_dir, "alt.txt", ALT_SCREEN), wait_for="status line"
@@ -107,6 +109,7 @@ async def test_alternate_screen_with_mouse_and_hidden_cursor(state_dir: Path) ->
 
 
 @pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
+@pytest.mark.slow
 async def test_vim(state_dir: Path) -> None:
     sample = state_dir / "sample.py"
     sample.write_text("".join(f"def f{i}(x):\n    return x * {i}  # comment\n" for i in range(30)))
@@ -115,6 +118,7 @@ async def test_vim(state_dir: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("less") is None, reason="less is not installed")
+@pytest.mark.slow
 async def test_less(state_dir: Path) -> None:
     sample = state_dir / "notes.txt"
     sample.write_text("".join(f"line {i}: \x1b[1mbold\x1b[0m words here\n" for i in range(200)))
@@ -122,5 +126,6 @@ async def test_less(state_dir: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("top") is None, reason="top is not installed")
+@pytest.mark.slow
 async def test_top(state_dir: Path) -> None:
     await mirror_and_compare(state_dir, "exec top -d 100", wait_for="PID", size=(100, 30))

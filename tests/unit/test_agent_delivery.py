@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+import trio.testing
 
 from mirror_host.agents import ForegroundProcess
 from mirror_host.commands.agent_input import (
@@ -24,7 +25,9 @@ from mirror_host.commands.agent_input import (
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
 
-FAST = DeliveryTiming(settle_seconds=0.3, settle_poll=0.01, echo_seconds=0.3, echo_poll=0.01)
+#: The host's own timing: every test runs on Trio's virtual clock (``autojump_clock``),
+#: so waiting out a 2 s echo or a 5 s grace costs no real time, and order is all that counts.
+TIMING = DeliveryTiming()
 WIDTH, HEIGHT = 100, 20
 CLAUDE = ForegroundProcess(pid=100, name="claude", argv=("claude",))
 
@@ -82,7 +85,7 @@ class ScriptedPanes:
 async def run(panes: ScriptedPanes, prompt: str = "fix it", **options: Any) -> Any:
     authorized = options.pop("authorized", lambda: True)
     return await deliver(
-        panes, uuid4(), prompt, command="agentsInput", authorized=authorized, timing=FAST
+        panes, uuid4(), prompt, command="agentsInput", authorized=authorized, timing=TIMING
     )
 
 
@@ -91,14 +94,16 @@ def error(result: Any) -> tuple[str, str]:
     return result["error"]["code"], result["error"]["message"]
 
 
-async def test_delivered_with_exactly_one_enter() -> None:
+async def test_delivered_with_exactly_one_enter(autojump_clock: trio.testing.MockClock) -> None:
     panes = ScriptedPanes()
     result = await run(panes, "fix it")
     assert result["ok"] is True and result["data"]["input"]["trailing_enter_sent"] is True
     assert panes.written == [bracketed("fix it"), b"\r"]
 
 
-async def test_a_prompt_longer_than_a_row_is_delivered() -> None:
+async def test_a_prompt_longer_than_a_row_is_delivered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """The echo runs past the right edge; the terminal wraps it to column 0 of the next row."""
     panes = ScriptedPanes()
     prompt = "Explain the failing test and fix it " * 5
@@ -108,7 +113,9 @@ async def test_a_prompt_longer_than_a_row_is_delivered() -> None:
     assert panes.written == [bracketed(prompt), b"\r"]
 
 
-async def test_a_prompt_that_starts_like_a_menu_option_is_delivered() -> None:
+async def test_a_prompt_that_starts_like_a_menu_option_is_delivered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """`❯ 1. Fix the bug` in the whole input box is our own paste, not a focused option."""
     panes = ScriptedPanes()
     result = await run(panes, "1. Fix the bug")
@@ -116,14 +123,18 @@ async def test_a_prompt_that_starts_like_a_menu_option_is_delivered() -> None:
     assert panes.written == [bracketed("1. Fix the bug"), b"\r"]
 
 
-async def test_lease_lost_before_the_paste_types_nothing() -> None:
+async def test_lease_lost_before_the_paste_types_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
     result = await run(panes, authorized=lambda: False)
     assert result["error"]["code"] == "REMOTE_COMMAND_REJECTED"
     assert panes.written == []
 
 
-async def test_lease_lost_after_the_paste_sends_no_enter() -> None:
+async def test_lease_lost_after_the_paste_sends_no_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
     checks = iter([True, False])
     result = await run(panes, authorized=lambda: next(checks))
@@ -132,7 +143,7 @@ async def test_lease_lost_after_the_paste_sends_no_enter() -> None:
     assert panes.written == [bracketed("fix it")]
 
 
-async def test_no_echo_no_enter() -> None:
+async def test_no_echo_no_enter(autojump_clock: trio.testing.MockClock) -> None:
     panes = ScriptedPanes()
     panes.echo = False
     code, message = error(await run(panes))
@@ -140,7 +151,9 @@ async def test_no_echo_no_enter() -> None:
     assert panes.written == [bracketed("fix it")]
 
 
-async def test_a_dialog_after_the_paste_gets_no_enter() -> None:
+async def test_a_dialog_after_the_paste_gets_no_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
 
     def dialog() -> None:
@@ -152,7 +165,9 @@ async def test_a_dialog_after_the_paste_gets_no_enter() -> None:
     assert panes.written == [bracketed("fix it")]
 
 
-async def test_another_process_after_the_paste_gets_no_enter() -> None:
+async def test_another_process_after_the_paste_gets_no_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
 
     def restarted() -> None:
@@ -164,7 +179,7 @@ async def test_another_process_after_the_paste_gets_no_enter() -> None:
     assert panes.written == [bracketed("fix it")]
 
 
-async def test_mac_typing_meanwhile_gets_no_enter() -> None:
+async def test_mac_typing_meanwhile_gets_no_enter(autojump_clock: trio.testing.MockClock) -> None:
     panes = ScriptedPanes()
 
     def typed() -> None:
@@ -176,7 +191,9 @@ async def test_mac_typing_meanwhile_gets_no_enter() -> None:
     assert panes.written == [bracketed("fix it")]
 
 
-async def test_extra_text_in_the_composer_gets_no_enter() -> None:
+async def test_extra_text_in_the_composer_gets_no_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
 
     def typed_too() -> None:
@@ -196,20 +213,24 @@ async def test_extra_text_in_the_composer_gets_no_enter() -> None:
         (PaneNotFound("gone mid-paste"), "SEND_FAILED"),
     ],
 )
-async def test_paste_failures(failure: Exception, code: str) -> None:
+async def test_paste_failures(
+    failure: Exception, code: str, autojump_clock: trio.testing.MockClock
+) -> None:
     panes = ScriptedPanes()
     panes.paste_error = failure
     assert error(await run(panes))[0] == code
     assert b"\r" not in panes.written
 
 
-async def test_gone_before_anything_is_target_not_found() -> None:
+async def test_gone_before_anything_is_target_not_found(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     panes = ScriptedPanes()
     panes.gone = True
     assert error(await run(panes))[0] == "TARGET_NOT_FOUND"
 
 
-async def test_draft_and_dialog_are_refused_at_once() -> None:
+async def test_draft_and_dialog_are_refused_at_once(autojump_clock: trio.testing.MockClock) -> None:
     panes = ScriptedPanes()
     panes.current = draw("half a thought")
     assert "draft" in error(await run(panes))[1]

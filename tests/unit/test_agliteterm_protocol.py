@@ -50,6 +50,7 @@ def test_request_is_compact_ascii_json_on_one_line() -> None:
 
 
 @given(st.text(min_size=1, max_size=60))
+@pytest.mark.slow
 def test_lite_reads_every_text_back_exactly(text: str) -> None:
     # lite's own minimal parser (ported in the fake) must read what we send.
     line = encode_request(

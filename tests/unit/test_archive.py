@@ -8,8 +8,10 @@ show the host's viewport cell by cell: text, colours, attributes, wide glyphs.
 
 from __future__ import annotations
 
-from mirror_host.panes.model import MAX_ARCHIVE_BYTES
-from mirror_host.panes.styled import ArchiveWindow, plan_window
+import pytest
+
+from mirror_host.capture.styled import ArchiveWindow, plan_window
+from mirror_host.limits import MAX_ARCHIVE_BYTES
 from mirror_host.terminal import Cell, Screen
 from mirror_host.terminal.archive import export_archive, present, screen_of_rows
 
@@ -76,6 +78,7 @@ def test_the_oldest_page_and_the_page_above_the_screen() -> None:
         export(screen)
 
 
+@pytest.mark.slow
 def test_more_cells_than_allowed_cuts_the_oldest_rows() -> None:
     screen = host(250, 30, 3_000)  # 1,000 rows of 250 columns make 250,000 cells
     screen.scroll_viewport(-200)
@@ -85,6 +88,7 @@ def test_more_cells_than_allowed_cuts_the_oldest_rows() -> None:
     assert start == total - 1_000
 
 
+@pytest.mark.slow
 def test_a_viewport_older_than_the_kept_rows_starts_the_window() -> None:
     screen = host(250, 30, 3_000)
     screen.scroll_viewport(-(10**6))

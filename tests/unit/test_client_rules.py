@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror_host import control as c
+from mirror_host.capture.values import ScrollBounds, TextCapture
 from mirror_host.commands import responses
 from mirror_host.control.swiftjson import dump_json
-from mirror_host.panes.model import ScrollBounds, TextCapture
 from mirror_host.session import connection as connection_module
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.strategies import message_of

@@ -14,9 +14,8 @@ import trio.testing
 
 from mirror_host import control as c
 from mirror_host.host.connection import Connection
+from mirror_host.limits import AUTH_TIMEOUT_SECONDS, HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS
 from mirror_host.session.connection import Session
-from mirror_host.session.link import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS
-from mirror_host.session.login import AUTH_TIMEOUT_SECONDS
 from tests.fakes.memory_source import MemorySource
 from tests.unit.connection_harness import HOST, Peer, connect, hub_with
 

@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 PROTOCOL = REPO / "docs" / "protocol.md"
@@ -28,6 +30,7 @@ def _tests_in(path: Path) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_every_client_rule_names_tests_that_exist() -> None:
     section = _section(PROTOCOL.read_text(), "12. What the real clients require")
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]

@@ -15,12 +15,8 @@ import trio
 import trio.testing
 
 from mirror_host.host.handshake import Handshake, tls_handshake
-from mirror_host.host.tls import (
-    PskTable,
-    build_server_context,
-    client_base_context,
-    set_client_psk,
-)
+from mirror_host.host.tls import PskTable, build_server_context
+from mirror_host.tls.psk import client_base_context, set_client_psk
 
 pytestmark = pytest.mark.timeout(10)
 

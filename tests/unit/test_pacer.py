@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror_host.panes.model import POLL_SECONDS
+from mirror_host.limits import POLL_SECONDS
 from mirror_host.session.lease import FrameSchedule
 from mirror_host.session.pacer import MIN_FRAME_SECONDS, FramePacer, Pace
 

@@ -9,6 +9,7 @@ import pytest
 
 PURE_MODULES = [
     "mirror_host.errors",
+    "mirror_host.limits",
     "mirror_host.config",
     "mirror_host.wire",
     "mirror_host.control",
@@ -32,7 +33,8 @@ PURE_MODULES = [
     "mirror_host.panes.source",
     "mirror_host.panes.lines",
     "mirror_host.panes.tmux_protocol",
-    "mirror_host.panes.styled",
+    "mirror_host.capture.styled",
+    "mirror_host.capture.values",
     "mirror_host.panes.herdr.protocol",
     "mirror_host.panes.agliteterm.cells",
     "mirror_host.panes.agliteterm.protocol",

@@ -9,8 +9,8 @@ from uuid import UUID
 import pytest
 
 from mirror_host import control as c
+from mirror_host.capture.values import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.errors import LocalProtocolError
-from mirror_host.panes.model import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.session.connection import Phase, Session
 from mirror_host.session.events import (
     AuthenticateRequested,

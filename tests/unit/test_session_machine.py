@@ -50,8 +50,8 @@ from hypothesis.stateful import (
 )
 
 from mirror_host import control as c
+from mirror_host.capture.values import ScrollBounds, TextCapture, VTCapture
 from mirror_host.errors import LocalProtocolError
-from mirror_host.panes.model import ScrollBounds, TextCapture, VTCapture
 from mirror_host.session.connection import Phase, Session
 from mirror_host.session.events import (
     AuthenticateRequested,

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import uuid4
 
 import trio
+import trio.testing
 
 from mirror_host.agents import ForegroundProcess
 from mirror_host.commands.agent_input import DeliveryTiming
@@ -19,7 +20,9 @@ from mirror_host.control import SendCommand
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
 
-FAST = DeliveryTiming(echo_seconds=0.3, echo_poll=0.01)
+#: The host's own timing: every test runs on Trio's virtual clock (``autojump_clock``),
+#: so waiting out a 2 s echo or a 5 s grace costs no real time, and order is all that counts.
+TIMING = DeliveryTiming()
 BASH = ForegroundProcess(pid=50, name="bash", argv=("bash",))
 PROMPT = b"\x1b]133;P;k=i\x07~/src$ \x1b]133;B\x07"
 
@@ -70,7 +73,7 @@ def send(text: str) -> SendCommand:
 
 async def run(shell: ScriptedShell, text: str = "make test", **options: Any) -> Any:
     authorized = options.pop("authorized", lambda: True)
-    return await deliver_command(shell, uuid4(), send(text), authorized=authorized, timing=FAST)  # type: ignore[arg-type]
+    return await deliver_command(shell, uuid4(), send(text), authorized=authorized, timing=TIMING)  # type: ignore[arg-type]
 
 
 def error(result: Any) -> tuple[str, str]:
@@ -78,7 +81,7 @@ def error(result: Any) -> tuple[str, str]:
     return result["error"]["code"], result["error"]["message"]
 
 
-async def test_text_then_one_enter() -> None:
+async def test_text_then_one_enter(autojump_clock: trio.testing.MockClock) -> None:
     shell = ScriptedShell()
     result = await run(shell, "echo 'ünï' 👋")
     assert result["ok"] is True and result["command"] == "send"
@@ -89,7 +92,9 @@ async def test_text_then_one_enter() -> None:
     assert shell.written == ["echo 'ünï' 👋".encode(), b"\r"]
 
 
-async def test_lease_lost_after_the_text_withholds_enter() -> None:
+async def test_lease_lost_after_the_text_withholds_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     shell = ScriptedShell()
     owned = [True]
     shell.after_paste = lambda: owned.__setitem__(0, False)
@@ -98,14 +103,18 @@ async def test_lease_lost_after_the_text_withholds_enter() -> None:
     assert shell.written == [b"make test"]
 
 
-async def test_no_lease_before_writing_writes_nothing() -> None:
+async def test_no_lease_before_writing_writes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     shell = ScriptedShell()
     result = await run(shell, authorized=lambda: False)
     assert result["error"]["code"] == "REMOTE_COMMAND_REJECTED"
     assert shell.written == []
 
 
-async def test_an_echo_that_never_comes_or_differs_withholds_enter() -> None:
+async def test_an_echo_that_never_comes_or_differs_withholds_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     shell = ScriptedShell()
     shell.echo = lambda text: b""
     code, message = error(await run(shell))
@@ -117,7 +126,9 @@ async def test_an_echo_that_never_comes_or_differs_withholds_enter() -> None:
     assert shell.written == other.written == [b"make test"]
 
 
-async def test_a_command_starting_meanwhile_withholds_enter() -> None:
+async def test_a_command_starting_meanwhile_withholds_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     shell = ScriptedShell()
     shell.after_paste = lambda: shell.current.feed(b"\r\n\x1b]133;C\x07")
     code, message = error(await run(shell))
@@ -125,7 +136,9 @@ async def test_a_command_starting_meanwhile_withholds_enter() -> None:
     assert shell.written == [b"make test"]
 
 
-async def test_a_mac_typing_or_another_program_meanwhile_withholds_enter() -> None:
+async def test_a_mac_typing_or_another_program_meanwhile_withholds_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     typing = ScriptedShell()
     typing.after_paste = lambda: setattr(typing, "raw_input", time.monotonic())
     code, message = error(await run(typing))
@@ -139,7 +152,7 @@ async def test_a_mac_typing_or_another_program_meanwhile_withholds_enter() -> No
     assert typing.written == vim.written == [b"make test"]
 
 
-async def test_failures_before_and_during_the_write() -> None:
+async def test_failures_before_and_during_the_write(autojump_clock: trio.testing.MockClock) -> None:
     gone = ScriptedShell()
     gone.gone = True
     assert error(await run(gone))[0] == "TARGET_NOT_FOUND"
@@ -156,7 +169,9 @@ async def test_failures_before_and_during_the_write() -> None:
     assert gone.written == busy.written == typed.written == []
 
 
-async def test_losing_the_lease_does_not_cut_the_write_off_halfway() -> None:
+async def test_losing_the_lease_does_not_cut_the_write_off_halfway(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """Once the text is written, cancellation waits for the checks; Enter needs the lease."""
     shell = ScriptedShell()
     owned = [True]

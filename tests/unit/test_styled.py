@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirror_host.panes.model import MAX_ARCHIVE_BYTES, StyledArchive
-from mirror_host.panes.styled import (
+from mirror_host.capture.styled import (
     ArchiveCache,
     ArchiveKey,
     ArchiveWindow,
@@ -18,6 +17,8 @@ from mirror_host.panes.styled import (
     plan_window,
     row_limit,
 )
+from mirror_host.capture.values import StyledArchive
+from mirror_host.limits import MAX_ARCHIVE_BYTES
 
 # ------------------------------------------------------------------ windows
 

@@ -30,7 +30,6 @@ from mirror_host.client.conformance.probe import (
     device,
     fail,
 )
-from mirror_host.client.tls import client_context
 from mirror_host.control import (
     Authenticate,
     Authenticated,
@@ -40,7 +39,7 @@ from mirror_host.control import (
     Ping,
     Pong,
 )
-from mirror_host.host.tls import CIPHER
+from mirror_host.tls.psk import CIPHER, client_context
 
 __all__ = [
     "check_auth_before_login",

@@ -38,6 +38,7 @@ from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.agliteterm.protocol import decode_reply, encode_request
 from mirror_host.panes.agliteterm.transport import Transport
 from mirror_host.panes.herdr.client import LineReader
+from mirror_host.streams import STREAM_GONE
 
 __all__ = ["DEFAULT_TIMEOUT", "AgliteClient"]
 
@@ -68,7 +69,7 @@ class _Lane:
             with trio.CancelScope(shield=True):
                 try:
                     await stream.aclose()
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                except (*STREAM_GONE, OSError):
                     pass
 
     def failed(self) -> None:
@@ -165,7 +166,7 @@ class AgliteClient:
                 await lane.stream.send_all(line)
                 sent = True
                 reply = await lane.reader.next()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            except (*STREAM_GONE, OSError) as exc:
                 broken: BaseException | None = exc
                 reply = None
             else:

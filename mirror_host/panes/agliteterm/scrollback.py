@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mirror_host.capture.values import ScrollBounds
 from mirror_host.panes.agliteterm.protocol import Row, StyledScreen
-from mirror_host.panes.model import ScrollBounds
 
 __all__ = ["ScrolledView", "scroll_step"]
 

@@ -36,6 +36,13 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.capture.values import (
+    Capability,
+    HistoryCapture,
+    ScrollBounds,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
@@ -65,15 +72,7 @@ from mirror_host.panes.agliteterm.render import (
 )
 from mirror_host.panes.agliteterm.scrollback import ScrolledView, scroll_step
 from mirror_host.panes.agliteterm.transport import Transport
-from mirror_host.panes.model import (
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    ScrollBounds,
-    TextCapture,
-    VTCapture,
-    Watchers,
-)
+from mirror_host.panes.model import PaneInfo, Watchers
 
 __all__ = ["AgliteSource", "Mirror"]
 

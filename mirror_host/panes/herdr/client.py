@@ -21,6 +21,7 @@ import trio
 from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.herdr.protocol import decode_reply, encode_request
 from mirror_host.panes.lines import LineSplitter, LineTooLong
+from mirror_host.streams import STREAM_GONE
 
 __all__ = ["MAX_LINE_BYTES", "HerdrClient", "LineReader"]
 
@@ -69,7 +70,7 @@ class HerdrClient:
                 try:
                     await stream.send_all(encode_request(self._next_id(), method, params))
                     line = await LineReader(stream).next()
-                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                except STREAM_GONE as exc:
                     raise PaneSourceUnavailable(
                         f"Herdr closed the connection during {method}"
                     ) from exc
@@ -100,7 +101,7 @@ class HerdrClient:
                 reader = LineReader(stream)
                 with trio.fail_after(self.timeout):
                     line = await reader.next()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+            except (*STREAM_GONE, trio.TooSlowError) as exc:
                 raise PaneSourceUnavailable("Herdr closed the event subscription") from exc
             if line is None:
                 raise PaneSourceUnavailable("Herdr closed the event subscription before its ack")
@@ -116,7 +117,7 @@ async def _events(reader: LineReader) -> AsyncGenerator[dict[str, Any], None]:
     while True:
         try:
             line = await reader.next()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        except STREAM_GONE:
             return
         if line is None:
             return

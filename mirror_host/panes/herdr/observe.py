@@ -25,6 +25,7 @@ import trio
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.herdr.client import LineReader
 from mirror_host.panes.herdr.mirror import Mirror, StreamEnd
+from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 
 __all__ = ["apply_observe_line", "find_herdr_program", "observe"]
@@ -106,7 +107,7 @@ async def _read_frames(mirror: Mirror, process: trio.Process) -> StreamEnd:
     while True:
         try:
             line = await reader.next()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, PaneSourceError):
+        except (*STREAM_GONE, PaneSourceError):
             return StreamEnd.FAILED  # including a line past the size limit
         if line is None:
             return StreamEnd.FAILED  # EOF without terminal.closed: Herdr went away

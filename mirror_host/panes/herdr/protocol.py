@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from mirror_host.capture.values import ScrollBounds
 from mirror_host.errors import PaneNotFound, PaneSourceError
-from mirror_host.panes.model import PaneInfo, ScrollBounds
+from mirror_host.panes.model import PaneInfo
 
 __all__ = [
     "HerdrError",

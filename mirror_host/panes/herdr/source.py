@@ -27,8 +27,10 @@ from uuid import UUID
 
 import trio
 
+from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, UnsupportedOperation
+from mirror_host.limits import POLL_SECONDS
 from mirror_host.panes.herdr.client import HerdrClient
 from mirror_host.panes.herdr.discovery import LIFECYCLE_EVENTS, HerdrDiscovery
 from mirror_host.panes.herdr.mirror import Mirror, MirrorMode, StreamEnd
@@ -45,14 +47,7 @@ from mirror_host.panes.herdr.protocol import (
     split_rows,
     strip_escapes,
 )
-from mirror_host.panes.model import (
-    POLL_SECONDS,
-    Capability,
-    HistoryCapture,
-    PaneInfo,
-    TextCapture,
-    VTCapture,
-)
+from mirror_host.panes.model import PaneInfo
 
 __all__ = ["LIFECYCLE_EVENTS", "HerdrSource"]
 

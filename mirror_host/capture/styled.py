@@ -26,12 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mirror_host.panes.model import (
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_CELLS,
-    MAX_ARCHIVE_ROWS,
-    StyledArchive,
-)
+from mirror_host.capture.values import StyledArchive
+from mirror_host.limits import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_CELLS, MAX_ARCHIVE_ROWS
 
 __all__ = [
     "ARCHIVE_TTL_SECONDS",
