@@ -87,6 +87,7 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> list[str]:
     """The serve flags, after ``serve``'s parser and settings accept them (else exit 2)."""
     from mirror_host.cli import build_parser, load_settings
+    from mirror_host.system_service.units import LOG_PACKETS_REFUSED
 
     if flags[:1] == ["--"]:
         flags = flags[1:]
@@ -96,7 +97,9 @@ def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> 
             "--pair is not for a service: the pairing code would go to the service's log; "
             "run `mirror-host pair` in a terminal once the service runs"
         )
-    load_settings(serve_args)  # ConfigError: exit 2, said by main()
+    settings = load_settings(serve_args)  # ConfigError: exit 2, said by main()
+    if settings.log.packets:  # the flag, the config file or MIRROR_HOST_LOG_PACKETS
+        install.error(LOG_PACKETS_REFUSED)
     return flags
 
 

@@ -28,6 +28,7 @@ from mirror_host.errors import ServiceError
 __all__ = [
     "CARRIED_ENVIRONMENT",
     "LAUNCHD_LABEL",
+    "LOG_PACKETS_REFUSED",
     "SYSTEMD_UNIT",
     "MakeDirs",
     "Paths",
@@ -137,6 +138,14 @@ class Run:
 Step = WriteFile | MakeDirs | RemoveFile | Run
 
 
+#: Why a service never logs packets (docs/security.md: the log would keep every
+#: screen and every key typed, and a service's log is kept).
+LOG_PACKETS_REFUSED = (
+    "--log-packets is not for a service: its kept log would hold every screen and every "
+    "key typed; debug with `mirror-host serve --log-packets` in a terminal instead"
+)
+
+
 def _absolute(value: str, cwd: str, *, program: bool) -> str:
     if program and "/" not in value:
         return value
@@ -189,14 +198,17 @@ def service_spec(
     """The service for ``mirror-host serve SERVE_FLAGS`` run by ``python``.
 
     Raises:
-        ServiceError: ``--pair`` was given (the code would end up in the
-            service's log), or ``python`` is not an absolute path.
+        ServiceError: ``--pair`` or ``--log-packets`` was given (the code, or
+            every screen and key, would end up in the service's kept log), or
+            ``python`` is not an absolute path.
     """
     if any(arg == "--pair" for arg in serve_flags):
         raise ServiceError(
             "--pair is not for a service: the pairing code would go to the service's log; "
             "install without it and run `mirror-host pair` in a terminal"
         )
+    if any(arg == "--log-packets" for arg in serve_flags):
+        raise ServiceError(LOG_PACKETS_REFUSED)
     if not PurePosixPath(python).is_absolute():
         raise ServiceError(f"cannot tell which Python runs mirror-host ({python!r})")
     command = (python, "-m", "mirror_host", "serve", *_absolute_flags(serve_flags, cwd))

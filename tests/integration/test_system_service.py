@@ -285,6 +285,12 @@ def test_the_cli_checks_serve_flags_before_installing(home: Path) -> None:
     assert bad.returncode == 2 and "invalid choice: 'nowhere'" in bad.stderr
     paired = cli("install", "--dry-run", "--pair")
     assert paired.returncode == 2 and "--pair is not for a service" in paired.stderr
+    packets = cli("install", "--dry-run", "--log-packets")
+    assert packets.returncode == 2 and "--log-packets is not for a service" in packets.stderr
+    env["MIRROR_HOST_LOG_PACKETS"] = "true"
+    from_env = cli("install", "--dry-run")
+    assert from_env.returncode == 2 and "--log-packets is not for a service" in from_env.stderr
+    del env["MIRROR_HOST_LOG_PACKETS"]
     env["MIRROR_HOST_SERVER_NOPE"] = "1"
     unknown = cli("install", "--dry-run")
     assert unknown.returncode == 2 and "MIRROR_HOST_SERVER_NOPE" in unknown.stderr

@@ -132,6 +132,8 @@ def test_only_the_variables_that_shape_serve_are_carried() -> None:
 def test_pair_is_refused_and_python_must_be_a_path() -> None:
     with pytest.raises(ServiceError, match="--pair"):
         spec("--source", "local", "--pair")
+    with pytest.raises(ServiceError, match="--log-packets is not for a service"):
+        spec("--source", "local", "--log-packets")
     with pytest.raises(ServiceError, match="which Python"):
         service_spec("python3", [], environ={}, cwd="/", home=HOME)
 
