@@ -114,7 +114,11 @@ class Sampler:
     async def run(
         self, keeper: LeaseKeeper, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Answer the subscribe (then ``task_status.started()``), sample until cancelled."""
+        """Answer the subscribe (then ``task_status.started()``), sample until cancelled.
+
+        Whichever answers first calls ``started()``: this task with the first
+        capture, or the deadline task beside it without one.
+        """
         with self.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._answer_at_deadline, keeper, task_status)
@@ -126,6 +130,7 @@ class Sampler:
     async def _answer_at_deadline(
         self, keeper: LeaseKeeper, task_status: trio.TaskStatus[None]
     ) -> None:
+        """Past :data:`FIRST_CAPTURE_SECONDS`, answer without a first frame."""
         with self._deadline:
             await trio.sleep(FIRST_CAPTURE_SECONDS)
             logger.info(
