@@ -36,7 +36,7 @@ from mirror_host.panes.agliteterm.transport import (
     Transport,
     UnixSocketTransport,
 )
-from mirror_host.session.connection import HISTORY_UNAVAILABLE
+from mirror_host.session.logged_in import HISTORY_UNAVAILABLE
 from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.agliteterm_fake import FakeAgliteterm

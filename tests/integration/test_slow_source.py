@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from mirror_host import control as c
-from mirror_host.session.connection import HISTORY_UNAVAILABLE
+from mirror_host.session.logged_in import HISTORY_UNAVAILABLE
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.mirror_helpers import frame_containing, list_panes, subscribe
 from tests.integration.test_herdr import add_demo, fake_herdr, herdr_host
