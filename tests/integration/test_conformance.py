@@ -537,26 +537,26 @@ def _slow_history_answered_late(monkeypatch: pytest.MonkeyPatch, *, seconds: flo
 
 def _frames_without_scroll_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the first frame of a lease gets its scrollState."""
-    original = Session._queue
+    original = link_module.Link.send
 
-    def queue(self: Session, message: Any) -> None:
+    def send(self: link_module.Link, message: Any) -> None:
         if isinstance(message, ScrollState) and message.sequence >= 2:
             return
         original(self, message)
 
-    monkeypatch.setattr(Session, "_queue", queue)
+    monkeypatch.setattr(link_module.Link, "send", send)
 
 
 def _scroll_state_sent_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every scrollState goes out twice before its frame."""
-    original = Session._queue
+    original = link_module.Link.send
 
-    def queue(self: Session, message: Any) -> None:
+    def send(self: link_module.Link, message: Any) -> None:
         original(self, message)
         if isinstance(message, ScrollState):
             original(self, message)
 
-    monkeypatch.setattr(Session, "_queue", queue)
+    monkeypatch.setattr(link_module.Link, "send", send)
 
 
 @pytest.mark.slow
