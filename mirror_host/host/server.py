@@ -138,8 +138,8 @@ class Host:
             if warning is not None:
                 logger.warning("%s", warning)
             async with trio.open_nursery() as nursery:
+                await nursery.start(self.hub.run)  # before any connection can send it events
                 nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
-                nursery.start_soon(self.hub.run)
                 nursery.start_soon(self.book.run)
                 task_status.started(self.bound)
         finally:

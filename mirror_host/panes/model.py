@@ -11,43 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-# Kept importable from here for host/ (hub.py imports them from this module):
-# new code imports them from mirror_host.capture.values and mirror_host.limits.
-from mirror_host.capture.values import (
-    Capability,
-    Capture,
-    HistoryCapture,
-    ScrollBounds,
-    StyledArchive,
-    TextCapture,
-    VTCapture,
-)
-from mirror_host.limits import (
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_CELLS,
-    MAX_ARCHIVE_ROWS,
-    MAX_HISTORY_BYTES,
-    MAX_TEXT_BYTES,
-    MAX_VT_BYTES,
-    POLL_SECONDS,
-)
-
 __all__ = [
-    "MAX_ARCHIVE_BYTES",
-    "MAX_ARCHIVE_CELLS",
-    "MAX_ARCHIVE_ROWS",
-    "MAX_HISTORY_BYTES",
-    "MAX_TEXT_BYTES",
-    "MAX_VT_BYTES",
-    "POLL_SECONDS",
-    "Capability",
-    "Capture",
-    "HistoryCapture",
     "PaneInfo",
-    "ScrollBounds",
-    "StyledArchive",
-    "TextCapture",
-    "VTCapture",
     "Watchers",
 ]
 

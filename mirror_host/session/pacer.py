@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 
-A subscription's sampler (host/hub.py) captures its pane and offers the capture
+A subscription's sampler (host/sampler.py) captures its pane and offers the capture
 to the session. When to do so is decided here, in the shape of aioquic's
 ``QuicPacketPacer``: the pacer never sleeps, captures or reads a clock; whoever
 does asks it two questions at ``now`` and tells it what happened.

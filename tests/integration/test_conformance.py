@@ -43,6 +43,7 @@ from mirror_host.control import (
 )
 from mirror_host.errors import PaneSourceError
 from mirror_host.host import device_book as device_book_module
+from mirror_host.host import history as history_module
 from mirror_host.host import hub as hub_module
 from mirror_host.host import server as server_module
 from mirror_host.host.server import Host
@@ -535,7 +536,7 @@ def _slow_history_answered_late(monkeypatch: pytest.MonkeyPatch, *, seconds: flo
         return await original(self, pane_id)
 
     monkeypatch.setattr(LocalSource, "history", slow)
-    monkeypatch.setattr(hub_module, "HISTORY_SECONDS", 60.0)
+    monkeypatch.setattr(history_module, "HISTORY_SECONDS", 60.0)
 
 
 def _frames_without_scroll_state(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,7 +140,7 @@ async def hub_with(
     hub = Hub(source, wall_clock=wall_clock)
     owner = Owner(hub)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(hub.run)
+        await nursery.start(hub.run)
         yield hub, owner, nursery
         nursery.cancel_scope.cancel()
 

@@ -17,15 +17,12 @@ import trio
 import trio.testing
 
 from mirror_host import control as c
+from mirror_host.capture.values import TextCapture
 from mirror_host.errors import PaneSourceError
-from mirror_host.host.hub import (
-    FIRST_CAPTURE_SECONDS,
-    HISTORY_KEEP_SECONDS,
-    HISTORY_READ_SECONDS,
-    HISTORY_SECONDS,
-    SCROLL_SECONDS,
-)
-from mirror_host.panes.model import MAX_TEXT_BYTES, TextCapture
+from mirror_host.host.history import HISTORY_KEEP_SECONDS, HISTORY_READ_SECONDS, HISTORY_SECONDS
+from mirror_host.host.requests import SCROLL_SECONDS
+from mirror_host.host.sampler import FIRST_CAPTURE_SECONDS
+from mirror_host.limits import MAX_TEXT_BYTES
 from mirror_host.session.logged_in import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
@@ -321,7 +318,7 @@ async def test_a_kept_snapshot_is_stamped_when_read_and_dropped_after_its_time(
         await peer.send(c.History(subscription_id=sub))
         await peer.next(c.Failure, within=HISTORY_SECONDS + 0.001)
         await trio.sleep_until(asked + 10.0 + 1.0)
-        assert hub.history_reads.kept(pane)
+        assert hub.history.reads.kept(pane)
         await peer.send(c.History(subscription_id=sub))
         page = await peer.next(c.HistoryPage, within=0.001)
         assert page.captured_at == 1_800_000_000.0 + asked + 10.0  # when it was read
@@ -330,9 +327,9 @@ async def test_a_kept_snapshot_is_stamped_when_read_and_dropped_after_its_time(
         await peer.next(c.Failure, within=HISTORY_SECONDS + 0.001)
         read_ends = trio.current_time() + 10.0 - HISTORY_SECONDS
         await trio.sleep_until(read_ends + 1.0)
-        assert hub.history_reads.kept(pane)
+        assert hub.history.reads.kept(pane)
         await trio.sleep_until(read_ends + HISTORY_KEEP_SECONDS + 0.001)
-        assert not hub.history_reads.kept(pane) and not hub.history_reads.pending(pane)
+        assert not hub.history.reads.kept(pane) and not hub.history.reads.pending(pane)
         await peer.send(c.History(subscription_id=sub))  # so this one reads again
         await peer.next(c.Failure, within=HISTORY_SECONDS + 0.001)
         assert [op for op, _ in source.calls].count("history") == 3
@@ -364,7 +361,7 @@ async def test_a_read_outlives_the_connection_that_asked_and_answers_the_next_ho
         page = await again.next(c.HistoryPage, within=0.001)
         assert page.lines == ("scrollback",)
         assert [op for op, _ in source.calls].count("history") == 1
-        assert not hub.history_reads.kept(pane)
+        assert not hub.history.reads.kept(pane)
 
 
 async def test_a_read_past_the_source_deadline_keeps_nothing(
@@ -381,7 +378,7 @@ async def test_a_read_past_the_source_deadline_keeps_nothing(
         await peer.send(c.History(subscription_id=sub))
         await peer.next(c.Failure, within=HISTORY_SECONDS + 0.001)
         await trio.sleep_until(asked + HISTORY_READ_SECONDS + 0.001)
-        assert not hub.history_reads.pending(pane) and not hub.history_reads.kept(pane)
+        assert not hub.history.reads.pending(pane) and not hub.history.reads.kept(pane)
         # Android takes HISTORY_UNAVAILABLE as recoverable only while a load is pending:
         # the read giving up later sends nothing.
         assert [m for _, m in peer.received if isinstance(m, c.Failure)] == [

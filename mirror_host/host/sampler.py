@@ -1,0 +1,256 @@
+"""One subscription's sampler: watch the pane, capture it when the pacer says. I/O (Trio).
+
+A subscribe starts a :class:`Sampler` with ``nursery.start`` and waits only until
+the subscribe is answered; the sampler then lives on in the hub's nursery for as
+long as its lease. In order:
+
+1. It watches the pane and takes the first capture, so ``subscribed`` can carry
+   frame 1 (iOS has no Send until it comes). The subscribe is answered with that
+   capture (the hub grants the lease or refuses it: ``paneBusy``, a closed
+   session) or, if the watch or the capture fails first, with
+   ``subscribe_failed``. Then ``task_status.started()`` lets the connection's
+   ordered lane go on.
+2. If that takes more than :data:`FIRST_CAPTURE_SECONDS`, the subscribe is
+   answered at that deadline without a first frame, while the watch and the
+   capture go on (a first Herdr read can take seconds); frame 1 then comes from
+   sampling, as after a resize race.
+3. Once granted and watching, it sleeps until the pacer's next wake or a wakeup
+   (the pane changed, the client acknowledged or asked for a ``refresh``, a
+   scroll was applied) and does what the pacer says
+   (:class:`~mirror_host.session.pacer.FramePacer`): nothing, make sure the pane
+   is still listed while the gate is shut, or capture and offer the capture to
+   the session. It never waits on another subscriber: a slow client's gate just
+   stays shut, and the latest state goes out once it acknowledges.
+
+Every capture has a deadline (:data:`CAPTURE_SECONDS`); one that passes it is
+tried again later, never a reason to close. A pane the source no longer has
+ends the lease with ``paneClosed``; any other source failure closes the
+connection ("host pane is unavailable"), as does a capture the wire cannot
+carry (Prowl's own host does the same).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol, assert_never
+
+import trio
+
+from mirror_host.capture.values import Capture, TextCapture, VTCapture
+from mirror_host.control import EndReason, Intent
+from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.host.connection import Connection
+from mirror_host.limits import MAX_TEXT_BYTES, MAX_VT_BYTES
+from mirror_host.panes.source import PaneSource
+from mirror_host.session.lease import Lease
+from mirror_host.session.pacer import FramePacer, Pace
+
+__all__ = ["CAPTURE_SECONDS", "FIRST_CAPTURE_SECONDS", "LeaseKeeper", "Sampler"]
+
+logger = logging.getLogger(__name__)
+
+#: Starting to watch a pane and its first capture; past it, ``subscribed`` goes
+#: out alone and the first frame comes from sampling (as after a resize race).
+FIRST_CAPTURE_SECONDS = 5.0
+#: One capture while sampling; past it, the capture is tried again later.
+CAPTURE_SECONDS = 5.0
+
+
+class LeaseKeeper(Protocol):
+    """Who holds which pane (the hub): what a sampler reports to."""
+
+    def grant(self, sampler: Sampler, first: Capture | None) -> bool:
+        """Answer the subscribe: ``subscribed`` with ``first`` as frame 1 (if
+        any), or a refusal. True when the lease is now the sampler's."""
+        ...
+
+    def end(self, sampler: Sampler, reason: EndReason) -> None:
+        """The lease ends: ``ended``, and the sampler is cancelled."""
+        ...
+
+    def frame_sent(self) -> None:
+        """A frame went out (for ``mirror-host status``)."""
+        ...
+
+
+class Sampler:
+    """The sampler task of one subscription. See the module docstring."""
+
+    def __init__(
+        self, source: PaneSource, connection: Connection, lease: Lease, intent: Intent
+    ) -> None:
+        self.source = source
+        self.connection = connection
+        self.lease = lease
+        #: The subscribe's intent, for the grant: take the pane over, or only if free.
+        self.intent = intent
+        self.pane_id = lease.pane_id
+        #: Cancelled when the lease ends (or is refused): the watch goes with it.
+        self.scope = trio.CancelScope()
+        self.pacer = FramePacer(
+            connection.session.frame_schedule, polling=not source.pushes_changes
+        )
+        self._wakeup = trio.Event()
+        #: Cancelled once the subscribe is answered: the first-capture deadline.
+        self._deadline = trio.CancelScope()
+        #: ``None`` until the subscribe is answered, then whether it was granted.
+        self._granted: bool | None = None
+
+    def wake(self) -> None:
+        """Something the pacer weighs changed outside it (an acknowledgement, a scroll applied)."""
+        self._wakeup.set()
+
+    def refresh(self) -> None:
+        """The client asked for a ``refresh``: capture even if nothing changed."""
+        self.pacer.refresh()
+        self._wakeup.set()
+
+    def _changed(self) -> None:
+        """The source's change callback."""
+        self.pacer.changed()
+        self._wakeup.set()
+
+    # ------------------------------------------------------------ the task
+
+    async def run(
+        self, keeper: LeaseKeeper, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Answer the subscribe (then ``task_status.started()``), sample until cancelled.
+
+        Whichever answers first calls ``started()``: this task with the first
+        capture, or the deadline task beside it without one.
+        """
+        with self.scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._answer_at_deadline, keeper, task_status)
+                try:
+                    await self._watch(keeper, task_status)
+                finally:
+                    self._deadline.cancel()
+
+    async def _answer_at_deadline(
+        self, keeper: LeaseKeeper, task_status: trio.TaskStatus[None]
+    ) -> None:
+        """Past :data:`FIRST_CAPTURE_SECONDS`, answer without a first frame."""
+        with self._deadline:
+            await trio.sleep(FIRST_CAPTURE_SECONDS)
+            logger.info(
+                "%s: the pane's first capture takes more than %g s; subscribed without it",
+                self.connection.label,
+                FIRST_CAPTURE_SECONDS,
+            )
+            self._answer(keeper, task_status, None)
+
+    def _answer(
+        self, keeper: LeaseKeeper, task_status: trio.TaskStatus[None], first: Capture | None
+    ) -> bool:
+        """Answer the subscribe once; whether the lease is ours."""
+        if self._granted is None:
+            self._deadline.cancel()
+            self._granted = keeper.grant(self, first)
+            if not self._granted:
+                self.scope.cancel()  # refused: the watch (and a capture under way) goes
+            elif first is None:
+                self.pacer.refresh()  # the first frame comes from sampling
+            task_status.started()
+        return self._granted
+
+    def _refuse(self, task_status: trio.TaskStatus[None], problem: PaneSourceError) -> None:
+        """The watch or the first capture failed before the subscribe was answered."""
+        self._granted = False
+        self._deadline.cancel()
+        session = self.connection.session
+        if isinstance(problem, PaneNotFound):
+            session.subscribe_failed("the pane closed before its first frame")
+        else:
+            session.subscribe_failed(f"first capture failed: {problem}")
+        task_status.started()
+
+    async def _watch(self, keeper: LeaseKeeper, task_status: trio.TaskStatus[None]) -> None:
+        session = self.connection.session
+        try:
+            async with self.source.watch(self.pane_id, self._changed):
+                # What changes from here on, the first capture may not show.
+                self.pacer.capture_started(trio.current_time())
+                first = await self._capture()
+                if self._answer(keeper, task_status, first):
+                    await self._sample(keeper)
+        except PaneSourceError as exc:
+            if self._granted is None:
+                self._refuse(task_status, exc)
+            elif isinstance(exc, PaneNotFound):
+                keeper.end(self, EndReason.PANE_CLOSED)
+            else:
+                logger.warning("%s pane unavailable: %s", self.connection.label, exc)
+                session.close(f"host pane is unavailable: {exc}")
+        except Exception as exc:
+            # One pane's failure ends its subscriber, never the host.
+            logger.exception("%s sampling failed", self.connection.label)
+            if self._granted is None:
+                self._refuse(task_status, PaneSourceError(f"sampling failed: {exc!r}"))
+            session.close("host pane is unavailable")
+
+    async def _sample(self, keeper: LeaseKeeper) -> None:
+        session, pacer = self.connection.session, self.pacer
+        pacer.start(trio.current_time())
+        while not session.is_closed:
+            with trio.move_on_at(pacer.next_wake(trio.current_time())):
+                await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            now = trio.current_time()
+            match pacer.due(now):
+                case Pace.WAIT:
+                    pass
+                case Pace.CHECK_LISTED:
+                    # The gate holds back frames, not the end: a pane that went away
+                    # ends the lease even while a frame waits for its acknowledgement.
+                    if not self.source.is_listed(self.pane_id):
+                        keeper.end(self, EndReason.PANE_CLOSED)
+                        return
+                case Pace.CAPTURE:
+                    pacer.capture_started(now)
+                    capture: Capture | None = None
+                    with trio.move_on_after(CAPTURE_SECONDS):
+                        capture = await self._capture()
+                    if capture is None:
+                        # Every source here captures from memory, so this is a safety
+                        # net: the pacer tries again a poll tick later, never a close.
+                        logger.warning(
+                            "%s: a capture took more than %g s; trying again",
+                            self.connection.label,
+                            CAPTURE_SECONDS,
+                        )
+                        pacer.capture_timed_out(trio.current_time())
+                    elif session.offer_frame(capture, trio.current_time()) is not None:
+                        keeper.frame_sent()
+                        pacer.frame_sent(trio.current_time())
+                case unexpected:
+                    assert_never(unexpected)
+
+    async def _capture(self) -> Capture:
+        lease = self.lease
+        capture = await self.source.capture(
+            self.pane_id,
+            lease.representation,
+            with_viewport_text=lease.opt_ins.viewport_text,
+            with_scroll_bounds=lease.opt_ins.scroll_state,
+            with_styled_scrollback=lease.opt_ins.styled_scrollback,
+        )
+        _check_limits(capture)
+        return capture
+
+
+def _check_limits(capture: Capture) -> None:
+    if isinstance(capture, VTCapture) and len(capture.data) > MAX_VT_BYTES:
+        raise PaneSourceError(f"VT capture of {len(capture.data)} bytes exceeds 4 MiB")
+    if isinstance(capture, TextCapture) and _utf8_longer_than(capture.text, MAX_TEXT_BYTES):
+        raise PaneSourceError("text capture exceeds 1 MiB")
+    viewport = capture.viewport_text if isinstance(capture, VTCapture) else None
+    if viewport is not None and _utf8_longer_than(viewport, MAX_TEXT_BYTES):
+        raise PaneSourceError("viewport text exceeds 1 MiB")
+
+
+def _utf8_longer_than(text: str, limit: int) -> bool:
+    # A character is at most 4 UTF-8 bytes, so a screenful (thousands of
+    # characters) is judged by its length alone, without encoding it per capture.
+    return len(text) * 4 > limit and len(text.encode()) > limit

@@ -1,0 +1,242 @@
+"""The sampler task as its pacer drives it, through a real connection and hub.
+
+``tests/unit/test_pacer.py`` checks the pacer's decisions with hand-picked
+clocks; these check that the Trio sampler acts on them: it sleeps until the
+pacer's next wake, keeps the 16 ms floor, reads a polling source on its 200 ms
+tick (and only checks its listing there while the gate is shut), tries a capture
+that timed out again a tick later, answers ``refresh`` and a scroll's forced
+deadline. All on pytest-trio's ``autojump_clock``: every time below is virtual
+and exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from uuid import UUID
+
+import pytest
+import trio
+import trio.testing
+
+from mirror_host import control as c
+from mirror_host.host.sampler import CAPTURE_SECONDS, FIRST_CAPTURE_SECONDS
+from mirror_host.limits import POLL_SECONDS
+from mirror_host.session.lease import SCROLL_FORCE_SECONDS
+from mirror_host.session.logged_in import PANE_BUSY
+from mirror_host.session.pacer import MIN_FRAME_SECONDS
+from mirror_host.wire import VTFramePacket
+from tests.fakes.memory_source import MemorySource
+from tests.unit.connection_harness import Peer, connect, hub_with, subscribe, subscribed_peer
+
+
+class PollingSource(MemorySource):
+    """A source that cannot push: its watch never calls back, so the hub polls it.
+
+    Counts the listing checks a sampler makes (``is_listed``)."""
+
+    pushes_changes = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listing_checks = 0
+
+    @asynccontextmanager
+    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+        async with super().watch(pane_id, lambda: None):
+            yield
+
+    def is_listed(self, pane_id: UUID) -> bool:
+        self.listing_checks += 1
+        return super().is_listed(pane_id)
+
+
+def frame_times(peer: Peer) -> list[float]:
+    return [at for at, item in peer.received if isinstance(item, VTFramePacket)]
+
+
+async def test_a_pane_printing_flat_out_gets_a_frame_every_16_ms_no_sooner(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    async with subscribed_peer(source, pane) as (_owner, peer, sub):
+        before = len(frame_times(peer))
+        shown: list[bytes] = []
+
+        async def acknowledge_every_frame() -> None:
+            while True:
+                frame = await peer.next(VTFramePacket)
+                shown.append(frame.data)
+                await peer.send(c.Acknowledge(sequence=frame.sequence, subscription_id=sub))
+
+        async with trio.open_nursery() as client:
+            client.start_soon(acknowledge_every_frame)
+            for line in range(300):  # a line every millisecond
+                source.output(pane, b"line %d\r\n" % line)
+                await trio.sleep(0.001)
+            await trio.sleep(MIN_FRAME_SECONDS)
+            client.cancel_scope.cancel()
+        assert b"line 299" in shown[-1]
+        times = frame_times(peer)[before:]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert len(times) >= 15
+        assert min(gaps) >= MIN_FRAME_SECONDS - 1e-9  # the floor
+        assert max(gaps) <= MIN_FRAME_SECONDS + 1e-6  # and no slower: acknowledged at once
+
+
+async def test_a_polling_source_is_read_on_its_200_ms_tick(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = PollingSource()
+    pane = source.add_pane()
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        granted = trio.current_time()  # the poll tick counts from here
+        await peer.frame_with(sub, "")
+        await trio.sleep(0.05)
+        source.output(pane, b"polled")  # nobody is told
+        await peer.frame_with(sub, "polled", within=POLL_SECONDS)
+        assert trio.current_time() == pytest.approx(granted + POLL_SECONDS)
+        # Unchanged, it is still read once a tick (and nothing is sent).
+        captures = source.panes[pane].captures
+        await trio.sleep_until(granted + POLL_SECONDS + 1.05)
+        assert source.panes[pane].captures - captures == 5
+        assert len(frame_times(peer)) == 2
+        assert owner.closed == []
+
+
+async def test_behind_a_shut_gate_a_polling_source_checks_its_listing_on_the_tick_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = PollingSource()
+    pane = source.add_pane()
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        granted = trio.current_time()
+        await peer.next(VTFramePacket)  # and never acknowledged: the gate stays shut
+        await trio.sleep(0.05)
+        checks, captures = source.listing_checks, source.panes[pane].captures
+        source.output(pane, b"unseen")
+        await trio.sleep_until(granted + 1.05)
+        assert source.listing_checks - checks == 5  # once a tick, no spinning
+        assert source.panes[pane].captures == captures  # nothing is read for a shut gate
+        source.close_pane(pane)
+        closed = trio.current_time()
+        ended = await peer.next(c.Ended, within=POLL_SECONDS)
+        assert ended == c.Ended(reason=c.EndReason.PANE_CLOSED)
+        assert trio.current_time() == pytest.approx(closed + 0.15)  # the next tick, at 1.2 s
+        assert frame_times(peer) == [granted]  # frame 1, with `subscribed` (of `sub`)
+        assert ended and sub
+
+
+async def test_refresh_sends_the_unchanged_screen_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"same as before")
+    async with subscribed_peer(source, pane) as (_owner, peer, sub):
+        await trio.sleep(1.0)
+        asked = trio.current_time()
+        await peer.send(c.Refresh(subscription_id=sub))
+        frame = await peer.next(VTFramePacket, within=0.001)
+        assert frame.sequence == 2 and b"same as before" in frame.data
+        assert trio.current_time() == asked
+
+
+async def test_a_capture_past_its_deadline_is_tried_again_a_tick_later(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    async with subscribed_peer(source, pane) as (owner, peer, sub):
+        await trio.sleep(1.0)
+        source.delays["capture"] = CAPTURE_SECONDS + 1
+        source.output(pane, b"late")  # the capture this starts takes 6 s
+        changed = trio.current_time()
+        await trio.sleep(0.1)
+        del source.delays["capture"]  # the retry is quick, and nothing else changes
+        await peer.frame_with(sub, "late", within=CAPTURE_SECONDS + POLL_SECONDS + 0.001)
+        assert trio.current_time() == pytest.approx(changed + CAPTURE_SECONDS + POLL_SECONDS)
+        assert owner.closed == []
+
+
+async def test_a_scroll_that_changes_nothing_is_completed_by_a_frame_at_its_forced_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()  # no scrollback: scrolling up shows the same screen
+    async with subscribed_peer(source, pane) as (_owner, peer, sub):
+        await trio.sleep(1.0)
+        request = uuid.uuid4()
+        asked = trio.current_time()
+        await peer.send(
+            c.Scroll(request_id=request, direction=c.ScrollDirection.UP, subscription_id=sub)
+        )
+        frame = await peer.next(VTFramePacket, within=SCROLL_FORCE_SECONDS + 0.001)
+        assert trio.current_time() == pytest.approx(asked + SCROLL_FORCE_SECONDS)
+        result = await peer.next(c.ScrollResult, within=0.001)
+        assert result == c.ScrollResult(
+            request_id=request, sequence=frame.sequence, subscription_id=sub
+        )
+
+
+# ---------------------------------------------------------------- the subscribe's answer
+
+
+async def _subscribe_without_waiting(peer: Peer, pane: UUID) -> None:
+    await peer.send(
+        c.Subscribe(pane_id=pane, representation=c.Representation.VT, intent=c.Intent.IF_FREE)
+    )
+
+
+async def test_a_pane_taken_during_the_first_capture_is_busy_and_the_watch_goes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["first_capture"] = 2.0
+    async with hub_with(source) as (hub, owner, nursery):
+        late = await connect(owner, nursery)
+        asked = trio.current_time()
+        await _subscribe_without_waiting(late, pane)  # its first capture takes 2 s
+        await trio.sleep(0.5)
+        del source.delays["first_capture"]
+        early = await connect(owner, nursery)
+        await subscribe(early, pane)  # free when asked, and granted first
+        assert await late.next(c.Failure, within=2.0) == c.Failure(error=PANE_BUSY)
+        assert trio.current_time() == pytest.approx(asked + 2.0)
+        await early.stream.aclose()
+        await trio.sleep(1.0)
+        assert not source.panes[pane].watchers  # the refused sampler's watch went too
+        assert (await hub.status())["subscribed"] == 0
+        assert not late.closed.is_set()  # paneBusy leaves the connection open
+
+
+async def test_a_subscribe_refused_at_its_deadline_stops_its_capture_and_watch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"eventually")
+    source.delays["first_capture"] = FIRST_CAPTURE_SECONDS + 3
+    async with hub_with(source) as (_, owner, nursery):
+        first, second = await connect(owner, nursery), await connect(owner, nursery)
+        asked = trio.current_time()
+        await _subscribe_without_waiting(first, pane)
+        await trio.sleep(1.0)
+        await _subscribe_without_waiting(second, pane)  # its first capture is as slow
+        sub = (await first.next(c.Subscribed, within=FIRST_CAPTURE_SECONDS)).subscription_id
+        assert trio.current_time() == pytest.approx(asked + FIRST_CAPTURE_SECONDS)
+        assert await second.next(c.Failure, within=1.001) == c.Failure(error=PANE_BUSY)
+        assert trio.current_time() == pytest.approx(asked + 1.0 + FIRST_CAPTURE_SECONDS)
+        await first.frame_with(sub, "eventually", within=3.0)  # once its capture is in
+        await first.stream.aclose()
+        await trio.sleep(1.0)
+        assert not source.panes[pane].watchers
+        assert [op for op, _ in source.calls].count("first_capture") == 2
