@@ -272,12 +272,9 @@ class AgliteCommands(AgentPaneCommands):
         self.source = source
         self.panes = AgliteAgentPanes(source)
         # No built-in catalogue: which agents are installed on Windows is unknown here.
-        super().__init__(self.panes, profiles=profiles or (), timing=timing)
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        # launch-profile is the service's; shell-send is never offered (no prompt marks).
-        return ("launch-shell", "agents-dispatch", "agent-input")
+        # No shell-send (neither advertised nor run): agliteterm reports no prompt marks,
+        # so `send` gets Prowl's own refusal (SEND_REFUSED), never a look at the pane.
+        super().__init__(self.panes, profiles=profiles or (), timing=timing, shell_send=False)
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)

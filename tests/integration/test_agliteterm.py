@@ -24,6 +24,7 @@ from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.agliteterm import AgliteCommands
+from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.commands.service import CommandService
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
@@ -508,3 +509,28 @@ async def test_a_dialog_on_screen_refuses_even_when_the_status_says_idle(state_d
         assert result["ok"] is False and result["error"]["code"] == "DISPATCH_TARGET_BUSY"
         assert fake.requests_for("session.paste") == []
         assert agent.received() == b""
+
+
+async def test_send_to_a_shell_pane_is_prowls_own_refusal(state_dir: Path) -> None:
+    """agliteterm reports no prompt marks, so ``send`` is refused the way Prowl's host
+    refuses it (docs/operations.md), not read and answered ``SHELL_NOT_READY``."""
+    async with fake_agliteterm(state_dir) as fake:
+        shell = await fake.add_session(fake.add_workspace("w"), SHELL, name="shell")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as phone:
+            pane = key(fake, shell)
+            assert "shell-send" not in (await list_panes(phone)).capabilities
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            send = c.SendCommand(
+                pane=str(pane).upper(),
+                text="ls",
+                trailing_enter=True,
+                source="argv",
+                wait=False,
+                capture_output=False,
+            )
+            result = await command(phone, send, sub=sub)
+            assert result["error"] == {"code": "REMOTE_COMMAND_REJECTED", "message": SEND_REFUSED}
+            assert (
+                fake.requests_for("session.paste") == [] and fake.requests_for("session.type") == []
+            )
