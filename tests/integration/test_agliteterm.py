@@ -534,3 +534,24 @@ async def test_send_to_a_shell_pane_is_prowls_own_refusal(state_dir: Path) -> No
             assert (
                 fake.requests_for("session.paste") == [] and fake.requests_for("session.type") == []
             )
+
+
+async def test_list_says_idle_only_for_an_agent(state_dir: Path) -> None:
+    """``task.status`` ``idle`` means a ``send`` would be taken (docs/security.md), and
+    agliteterm takes none: a pane without an agent has no status, an agent's is
+    agliteterm's (``running`` while it reports the agent working)."""
+    async with fake_agliteterm(state_dir) as fake:
+        work = fake.add_workspace("w")
+        shell = await fake.add_session(work, SHELL, name="shell")
+        working = await fake.add_session(work, "exec sleep 120", name="working")
+        waiting = await fake.add_session(work, "exec sleep 120", name="waiting")
+        fake.set_status(working, "working")
+        fake.set_status(waiting, "idle")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as phone:
+            listed = await command(phone, c.ListCommand())
+            tasks = {item["pane"]["id"]: item["task"] for item in listed["data"]["items"]}
+            assert tasks == {
+                str(key(fake, shell)).upper(): {},
+                str(key(fake, working)).upper(): {"status": "running"},
+                str(key(fake, waiting)).upper(): {"status": "idle"},
+            }
