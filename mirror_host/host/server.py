@@ -230,6 +230,10 @@ class Host:
             )
             return
         if handshake.identity is None:
+            # Finished, yet no identity came through the PSK callback (only PSK ciphers
+            # are offered, so this should not happen): nobody to serve, a graceful end.
+            logger.warning("#%d %s closed: TLS finished without a PSK identity", number, peer)
+            await close_tls(handshake.stream)
             return
         if len(self.connections) >= self.max_connections:
             logger.warning(

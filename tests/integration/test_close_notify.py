@@ -22,6 +22,7 @@ import trio
 from mirror_host import control as c
 from mirror_host.auth.proofs import device_proof
 from mirror_host.client.client import Credential, MirrorClient, login, open_client
+from mirror_host.host import handshake as handshake_module
 from mirror_host.host.server import Host
 from mirror_host.tls.psk import client_context
 from mirror_host.wire import VTFramePacket
@@ -119,6 +120,20 @@ async def test_the_host_cancelled_without_a_graceful_shutdown(state_dir: Path) -
             await list_panes(client)
             cancel.set()
             await closed_by_host(client)
+
+
+async def test_a_handshake_that_names_no_identity(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handshake that finished without the PSK callback naming an identity (the
+    host offers only PSK ciphers, so none should) is closed at once, gracefully."""
+    async with running_host(state_dir) as host:
+        credential = await paired(host)
+        monkeypatch.setattr(handshake_module, "negotiated_identity", lambda: None)
+        key, identity = credential.key, credential.identity
+        async with open_client("127.0.0.1", port_of(host), identity, key) as client:
+            assert await closed_by_host(client) == []
+        assert host.connections == set()
 
 
 async def test_a_connection_over_the_limit(state_dir: Path) -> None:
