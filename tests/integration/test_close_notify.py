@@ -105,6 +105,40 @@ async def test_the_host_stopping(state_dir: Path) -> None:
                 await closed_by_host(idle)
 
 
+async def test_the_host_stopping_ends_every_logged_in_session(state_dir: Path) -> None:
+    """Prowl's host sends ``ended hostStopped`` to every established peer, and Android
+    does not reconnect after ``ended``: a phone on its pane list (logged in, no lease)
+    and one whose subscribe waits for its first capture get it too, then
+    ``close_notify``; a connection that has not logged in just closes."""
+    source = MemorySource()
+    pane = source.add_pane()
+    source.delays["first_capture"] = 60.0
+    async with running_host(state_dir, source) as host:
+        port, credential = port_of(host), await paired(host)
+        key, identity = credential.key, credential.identity
+        async with (
+            login("127.0.0.1", port, credential) as listing,
+            login("127.0.0.1", port, credential) as waiting,
+            open_client("127.0.0.1", port, identity, key) as stranger,
+        ):
+            await list_panes(listing)
+            await waiting.send(
+                c.Subscribe(
+                    pane_id=pane, representation=c.Representation.VT, intent=c.Intent.IF_FREE
+                )
+            )
+            await stranger.expect(c.Challenge)
+            with trio.fail_after(10):
+                while not source.calls:  # the subscribe's sampler is watching the pane
+                    await trio.sleep(0.01)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(host.shutdown)
+                stopped = [c.Ended(reason=c.EndReason.HOST_STOPPED)]
+                assert await closed_by_host(listing) == stopped
+                assert await closed_by_host(waiting) == stopped
+                assert await closed_by_host(stranger) == []
+
+
 async def test_the_host_cancelled_without_a_graceful_shutdown(state_dir: Path) -> None:
     async with trio.open_nursery() as outer:
         cancel = trio.Event()
