@@ -19,6 +19,11 @@ a phone that cannot send raw input. The rules (docs/security.md):
    (``\\r``) is sent.
 5. ``authorized()`` (the lease still holds) is checked right before the paste
    and again right before the Enter.
+6. From the paste on, the delivery is not cancelled (a lost lease, host stop)
+   but finishes, for at most :data:`FINISH_SECONDS` (:func:`finish_writing`):
+   the lease gone, the Enter is withheld and the answer says the text may sit
+   unsent. Cut off half-way, it could only be reported as cancelled before
+   delivery, which the apps read as "rejected" with the text in the composer.
 
 A refusal before anything was written names what was wrong (``AGENT_NOT_FOUND``,
 ``DISPATCH_TARGET_BUSY`` …); once the paste may have reached the pane, any
@@ -30,7 +35,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -67,13 +72,19 @@ __all__ = [
     "PasteUnsupported",
     "bracketed",
     "carries",
+    "FINISH_SECONDS",
     "deliver",
+    "finish_writing",
     "observe",
     "plain_pasteable",
     "prompt_problem",
 ]
 
 logger = logging.getLogger(__name__)
+
+#: From the paste on, the echo check and the Enter finish even if the lease is lost
+#: meanwhile (the Enter is then withheld): never cut off halfway, never for long.
+FINISH_SECONDS = 10.0
 
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
@@ -339,6 +350,40 @@ async def deliver(
     if not authorized():
         return rejected(NO_LONGER_OWNS)
     started = time.monotonic()
+    return await finish_writing(
+        command,
+        lambda: _paste_and_enter(
+            panes, pane_id, prompt, found, processes, started, command, authorized, timing
+        ),
+    )
+
+
+async def finish_writing(command: str, write: Callable[[], Awaitable[JSONValue]]) -> JSONValue:
+    """Run ``write`` (a paste, its checks and the Enter) to its own answer, shielded
+    from cancellation for at most :data:`FINISH_SECONDS`; past that, ``SEND_FAILED``.
+
+    ``command`` names the result. ``write`` checks ``authorized()`` itself before
+    the Enter, so a lease lost meanwhile withholds the Enter instead of cutting
+    the delivery off half-way.
+    """
+    with trio.CancelScope(shield=True), trio.move_on_after(FINISH_SECONDS):
+        return await write()
+    return cli_error(
+        command, "SEND_FAILED", f"Host stopped waiting for the pane. {INPUT_UNCONFIRMED}"
+    )
+
+
+async def _paste_and_enter(
+    panes: AgentPanes,
+    pane_id: UUID,
+    prompt: str,
+    before: Detection,
+    processes: tuple[ForegroundProcess, ...],
+    started: float,
+    command: str,
+    authorized: Authorized,
+    timing: DeliveryTiming,
+) -> JSONValue:
     try:
         await panes.paste(pane_id, prompt)
     except NothingWritten as exc:
@@ -348,7 +393,7 @@ async def deliver(
     except PaneSourceError as exc:
         return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
     return await _confirm_and_enter(
-        panes, pane_id, prompt, found, processes, started, command, authorized, timing
+        panes, pane_id, prompt, before, processes, started, command, authorized, timing
     )
 
 

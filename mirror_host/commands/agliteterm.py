@@ -2,8 +2,10 @@
 
 * ``list``: every pane of a fresh ``tree``, workspaces as worktrees and
   sessions as tabs; ``task.status`` is ``running`` while agliteterm reports
-  the pane's agent working. A pane's ``agent`` is named only for a watched
-  pane whose screen an agent reader recognises (``list`` reads no screen).
+  the pane's agent working, ``idle`` otherwise, and absent for a pane whose
+  agent never reported a status (``idle`` would say a ``send`` is taken). A
+  pane's ``agent`` is named only for a watched pane whose screen an agent
+  reader recognises (``list`` reads no screen).
 * ``profiles``: the ``[profiles]`` table (the programs run on Windows, where
   the host cannot look at ``PATH``, so a configured profile is available).
 * ``create``: ``session.new`` in the chosen workspace, with the profile's
@@ -61,7 +63,7 @@ from mirror_host.commands.agent_input import (
     plain_pasteable,
     prompt_problem,
 )
-from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.launch import AgentPaneCommands, task_status
 from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
@@ -272,12 +274,9 @@ class AgliteCommands(AgentPaneCommands):
         self.source = source
         self.panes = AgliteAgentPanes(source)
         # No built-in catalogue: which agents are installed on Windows is unknown here.
-        super().__init__(self.panes, profiles=profiles or (), timing=timing)
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        # launch-profile is the service's; shell-send is never offered (no prompt marks).
-        return ("launch-shell", "agents-dispatch", "agent-input")
+        # No shell-send (neither advertised nor run): agliteterm reports no prompt marks,
+        # so `send` gets Prowl's own refusal (SEND_REFUSED), never a look at the pane.
+        super().__init__(self.panes, profiles=profiles or (), timing=timing, shell_send=False)
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)
@@ -318,13 +317,15 @@ class AgliteCommands(AgentPaneCommands):
             agent = self._agent(pane_id, pane)
             if agent is not None:
                 record["agent"] = agent.value
-            working = status_state(pane.status) is AgentState.WORKING
+            # Without an agent, no status: ``idle`` would mean a ``send`` is taken.
+            state = status_state(pane.status)
+            task: dict[str, JSONValue] = {} if state is None else {"status": task_status(state)}
             items.append(
                 {
                     "worktree": worktree,
                     "tab": {"id": pane.session_id, "title": pane.name, "selected": pane.active},
                     "pane": record,
-                    "task": {"status": "running" if working else "idle"},
+                    "task": task,
                 }
             )
         return self.list_result(items, worktrees)

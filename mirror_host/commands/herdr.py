@@ -14,7 +14,9 @@
   (bracketed text, then Enter) where the server has it; on older servers with
   ``pane.send_input`` followed by Enter only after the text is seen in the pane.
   Success means every byte and the Enter were handed to Herdr; anything less is
-  ``SEND_FAILED`` saying how far it got, and nothing is retried.
+  ``SEND_FAILED`` saying how far it got, and nothing is retried. Once the first
+  request that writes is sent, a lost lease no longer cancels the delivery: it
+  finishes (withholding the Enter) and says so.
 * ``send``: refused with Prowl's own words ("Host cannot verify an empty shell
   command line. Use an Agent Profile or control the shell on Host."), which is
   exactly so here: Herdr reports an agent's state, but nothing that proves a
@@ -35,6 +37,7 @@ from uuid import UUID
 import trio
 
 from mirror_host.commands import catalogue
+from mirror_host.commands.agent_input import finish_writing
 from mirror_host.commands.responses import (
     INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
@@ -400,13 +403,28 @@ class HerdrCommands:
                 "trailing_enter_sent": True,
             }
         }
+        # From the first byte on, finished even if the lease is lost meanwhile (Enter
+        # withheld): cut off, it could only be reported as cancelled before delivery.
+        return await finish_writing(
+            command, lambda: self._deliver(command, fresh, prompt, data, authorized)
+        )
+
+    async def _deliver(
+        self,
+        command: str,
+        pane: HerdrPane,
+        prompt: str,
+        data: JSONValue,
+        authorized: Callable[[], bool],
+    ) -> JSONValue:
+        """``agent.prompt`` where the server has it, else the text, its echo and Enter."""
         if self._has_agent_prompt is not False:
-            outcome = await self._prompt(command, fresh, prompt)
+            outcome = await self._prompt(command, pane, prompt)
             if outcome is None:
                 return cli_success(command, data)
             if outcome != "unknown-method":
                 return outcome
-        return await self._send_and_confirm(command, fresh, prompt, data, authorized)
+        return await self._send_and_confirm(command, pane, prompt, data, authorized)
 
     async def _settled(self, pane: HerdrPane) -> HerdrPane:
         """Give a working agent a few seconds to finish its turn (Prowl's grace)."""

@@ -32,7 +32,12 @@ from uuid import UUID
 import trio
 
 from mirror_host.agents import ForegroundProcess
-from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, PasteUnsupported
+from mirror_host.commands.agent_input import (
+    AgentPanes,
+    DeliveryTiming,
+    PasteUnsupported,
+    finish_writing,
+)
 from mirror_host.commands.responses import (
     INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
@@ -60,9 +65,6 @@ __all__ = ["command_line", "deliver_command", "judge", "shell_status"]
 logger = logging.getLogger(__name__)
 
 _COMMAND = "send"
-#: After the paste, the echo check and the Enter finish even if the lease is lost
-#: meanwhile (the Enter is then withheld): never cut off halfway, never for long.
-_FINISH_SECONDS = 10.0
 
 
 def command_line(screen: Screen) -> str | None:
@@ -167,15 +169,12 @@ async def deliver_command(
     if not authorized():
         return rejected(NO_LONGER_OWNS)
     started = time.monotonic()
-    with trio.CancelScope(shield=True), trio.move_on_after(_FINISH_SECONDS) as finishing:
-        result = await _write_and_run(
-            panes, pane_id, text, reading.shell, started, authorized, timing
-        )
-    if finishing.cancelled_caught:
-        result = cli_error(
-            _COMMAND, "SEND_FAILED", f"Host stopped waiting for the pane. {INPUT_UNCONFIRMED}"
-        )
-    return result
+    shell = reading.shell
+    # From the paste on, finished even if the lease is lost meanwhile (Enter withheld).
+    return await finish_writing(
+        _COMMAND,
+        lambda: _write_and_run(panes, pane_id, text, shell, started, authorized, timing),
+    )
 
 
 async def _write_and_run(

@@ -128,7 +128,10 @@ class AgentsDispatchCommand:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendCommand:
-    """``send``: raw shell input. It decodes, and the host always refuses it."""
+    """``send``: one command line for a shell pane. Run only where the backend can
+    prove the shell waits at an empty prompt (local and tmux panes:
+    :mod:`mirror_host.commands.shell_input`); refused with Prowl's own words
+    everywhere else (Herdr, agliteterm, ``--no-shell-send``)."""
 
     NAME: ClassVar[str] = "send"
     pane: str

@@ -1,6 +1,7 @@
 """Drive one :class:`~mirror_host.session.connection.Session` over a TLS stream. I/O.
 
-Three tasks per connection, plus whatever work the host starts for it:
+Three tasks per connection (and a fourth that only waits for the end, to bound
+the last write: "Closing" below), plus whatever work the host starts for it:
 
 * the **reader** feeds received bytes into the session and hands its events to
   the host, in order. The host answers pane requests from other tasks, so the
@@ -24,6 +25,13 @@ at most :data:`FLUSH_SECONDS`. Either way the TLS connection then ends with a
 app reports a close without one as the reason for the drop ("No close_notify")
 instead of the host's. Only a stream that is already broken (the peer went
 away, or a send was cut off half-way) closes without it.
+
+So a write is never cut off by the end: Trio marks an ``SSLStream`` whose
+``send_all`` was cancelled as broken, and a broken stream closes without
+``close_notify``. The writer's sends are shielded; once the connection is
+ending (a silent close, the flush deadline, the host stopping) a write under
+way gets :data:`CLOSE_NOTIFY_SECONDS` more to finish, and no new one starts.
+Only a peer that reads nothing for that long loses its ``close_notify``.
 """
 
 from __future__ import annotations
@@ -44,7 +52,8 @@ __all__ = ["CLOSE_NOTIFY_SECONDS", "FLUSH_SECONDS", "Connection", "ConnectionOwn
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 5.0
-#: Sending ``close_notify`` at the end; past it, TCP closes without it.
+#: Sending ``close_notify`` at the end, and before it finishing a write that was
+#: under way when the connection began to end; past either, TCP closes without it.
 CLOSE_NOTIFY_SECONDS = 1.0
 _RECEIVE_BYTES = 65_536
 
@@ -86,6 +95,8 @@ class Connection:
         self.device_label = ""
         self._output = trio.Event()
         self._nursery: trio.Nursery | None = None
+        #: The writer's send under way (shielded: see the module docstring).
+        self._sending: trio.CancelScope | None = None
         self._closed_reported = False
         #: ``--log-packets``: hex of each packet once logged in (host/packet_log.py).
         self._packet_log = PacketLog(lambda: self.label) if log_packets else None
@@ -130,6 +141,7 @@ class Connection:
                 nursery.start_soon(self._reader)
                 nursery.start_soon(self._writer)
                 nursery.start_soon(self._timer)
+                nursery.start_soon(self._bound_last_write)
         finally:
             self._nursery = None
             if not self.session.is_closed:
@@ -172,7 +184,10 @@ class Connection:
             if data:
                 if self._packet_log is not None:
                     self._packet_log.sent(data, logged_in=self._logged_in)
-                if not await send_or_gone(self.stream, data):
+                # The connection is ending: no new write (the silent close dropped what
+                # was queued; the flush deadline has passed).
+                await trio.lowlevel.checkpoint_if_cancelled()
+                if not await self._send(data):
                     session.close("peer went away while we were sending")
                     break
                 session.confirm_sent(len(data))
@@ -183,6 +198,28 @@ class Connection:
         await self._pump()
         assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
+
+    async def _send(self, data: bytes) -> bool:
+        """Write ``data`` whole, even if the connection begins to end meanwhile
+        (:meth:`_bound_last_write` bounds it then); ``False`` when it did not get through."""
+        sent = False
+        with trio.CancelScope(shield=True) as self._sending:
+            try:
+                sent = await send_or_gone(self.stream, data)
+            finally:
+                self._sending = None
+        return sent
+
+    async def _bound_last_write(self) -> None:
+        """Once the connection is ending (however: its tasks are cancelled), give the
+        write under way :data:`CLOSE_NOTIFY_SECONDS` to finish, so ``close_notify``
+        can follow it on a stream that is still whole."""
+        try:
+            await trio.sleep_forever()
+        finally:
+            if self._sending is not None:
+                last = trio.current_time() + CLOSE_NOTIFY_SECONDS
+                self._sending.deadline = min(self._sending.deadline, last)
 
     async def _timer(self) -> None:
         while (deadline := self.session.get_timer()) is not None:

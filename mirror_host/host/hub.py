@@ -223,17 +223,25 @@ class Hub:
         return True
 
     def end(self, sampler: Sampler, reason: EndReason) -> None:
-        """Send ``ended`` to a holder and forget its lease."""
-        self._forget(sampler)
-        sampler.connection.session.send_ended(reason)
+        """Send ``ended`` to a holder and forget its lease.
 
-    def _forget(self, sampler: Sampler) -> None:
+        A sampler that no longer holds its lease (refused, taken over, released:
+        its connection may be back in ``authenticated`` or hold another lease) is
+        only stopped: a host decision on a session that moved on is a no-op.
+        """
+        if self._forget(sampler):
+            sampler.connection.session.send_ended(reason)
+
+    def _forget(self, sampler: Sampler) -> bool:
+        """Stop ``sampler`` and free what it holds; whether it held its lease."""
         sampler.scope.cancel()
+        if self._by_connection.get(sampler.connection) is not sampler:
+            return False
+        del self._by_connection[sampler.connection]
         if self._holders.get(sampler.pane_id) is sampler:
             del self._holders[sampler.pane_id]
-        if self._by_connection.get(sampler.connection) is sampler:
-            del self._by_connection[sampler.connection]
         self.commands.lease_lost(sampler.connection.session)
+        return True
 
     def release(self, connection: Connection) -> None:
         """The connection closed: free its pane and its lanes."""

@@ -26,7 +26,10 @@ Every capture has a deadline (:data:`CAPTURE_SECONDS`); one that passes it is
 tried again later, never a reason to close. A pane the source no longer has
 ends the lease with ``paneClosed``; any other source failure closes the
 connection ("host pane is unavailable"), as does a capture the wire cannot
-carry (Prowl's own host does the same).
+carry (Prowl's own host does the same). A sampler whose subscribe was refused
+does nothing more to its connection, whatever a capture still under way ends
+with: ``paneBusy`` left that connection open, and it may hold another lease by
+then.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ class LeaseKeeper(Protocol):
         ...
 
     def end(self, sampler: Sampler, reason: EndReason) -> None:
-        """The lease ends: ``ended``, and the sampler is cancelled."""
+        """The lease ends: ``ended``, and the sampler is cancelled. A sampler that no
+        longer holds its lease (refused, taken over, released) is only cancelled."""
         ...
 
     def frame_sent(self) -> None:
@@ -178,6 +182,12 @@ class Sampler:
         except PaneSourceError as exc:
             if self._granted is None:
                 self._refuse(task_status, exc)
+            elif not self._granted:
+                # Refused (paneBusy, left open) while a capture that could not be
+                # cancelled was under way: the connection is no longer this sampler's.
+                logger.debug(
+                    "%s: a refused subscribe's capture failed: %s", self.connection.label, exc
+                )
             elif isinstance(exc, PaneNotFound):
                 keeper.end(self, EndReason.PANE_CLOSED)
             else:
@@ -188,7 +198,8 @@ class Sampler:
             logger.exception("%s sampling failed", self.connection.label)
             if self._granted is None:
                 self._refuse(task_status, PaneSourceError(f"sampling failed: {exc!r}"))
-            session.close("host pane is unavailable")
+            elif self._granted:
+                session.close("host pane is unavailable")
 
     async def _sample(self, keeper: LeaseKeeper) -> None:
         session, pacer = self.connection.session, self.pacer

@@ -116,7 +116,8 @@ class Host:
     async def serve(
         self, *, task_status: trio.TaskStatus[Endpoint] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Listen and serve until cancelled; then end every lease with ``hostStopped``."""
+        """Listen and serve until cancelled; then end every logged-in session with
+        ``ended hostStopped``."""
         try:
             listeners = await trio.open_tcp_listeners(self.listen.port, host=self.listen.host)
         except OSError as exc:
@@ -154,7 +155,8 @@ class Host:
                 await self._stop()
 
     async def shutdown(self, *, grace_seconds: float = 2.0) -> None:
-        """Stop gracefully: subscribers get ``ended hostStopped`` and a moment to read it.
+        """Stop gracefully: logged-in connections get ``ended hostStopped`` and a moment
+        to read it.
 
         A pairing whose device is being saved finishes first, so its phone gets
         ``paired``. Call this before cancelling :meth:`serve`; cancellation alone
@@ -170,11 +172,12 @@ class Host:
                 self._connections_changed = trio.Event()
 
     def _end_connections(self) -> None:
-        """Subscribers get ``ended hostStopped``; every other connection just closes."""
-        self.hub.stop_all()
+        """Every logged-in connection gets ``ended hostStopped`` (Prowl's host tells
+        every established peer, and Android does not reconnect after ``ended``);
+        one that has not logged in just closes."""
+        self.hub.stop_all()  # the commands, and the leases with their samplers
         for connection in list(self.connections):
-            if not connection.session.is_closed:
-                connection.session.close("host stopped")
+            connection.session.host_stopped()
 
     async def _stop(self) -> None:
         self._end_connections()  # again: nothing left to do after a graceful shutdown
@@ -230,6 +233,10 @@ class Host:
             )
             return
         if handshake.identity is None:
+            # Finished, yet no identity came through the PSK callback (only PSK ciphers
+            # are offered, so this should not happen): nobody to serve, a graceful end.
+            logger.warning("#%d %s closed: TLS finished without a PSK identity", number, peer)
+            await close_tls(handshake.stream)
             return
         if len(self.connections) >= self.max_connections:
             logger.warning(

@@ -4,8 +4,8 @@ Start-up order: load (or create) the device store, bind the admin socket
 (refusing if another host owns the state directory), listen for Prowl clients,
 then write ``serve.json`` so tools can find the host (the store's first write and
 ``serve.json`` in a worker thread: an ``fsync`` never blocks the event loop). On
-SIGINT/SIGTERM a pairing being saved finishes, every subscriber gets ``ended
-hostStopped``, and ``serve.json``/``admin.sock`` are removed.
+SIGINT/SIGTERM a pairing being saved finishes, every logged-in connection gets
+``ended hostStopped``, and ``serve.json``/``admin.sock`` are removed.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ async def _stop_on_signal(
         task_status.started()
         async for signum in signals:
             logger.info("received %s, stopping", signal.Signals(signum).name)
-            # Tell subscribers first (ended hostStopped), then tear everything down.
+            # Tell logged-in devices first (ended hostStopped), then tear everything down.
             await host.shutdown()
             scope.cancel()
             return

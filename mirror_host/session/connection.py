@@ -276,10 +276,20 @@ class Session:
         )
 
     def send_ended(self, reason: EndReason) -> None:
-        """End the lease (taken over, pane closed, host stopping) and close."""
-        if self._decide(Decision.ENDED):
+        """End the lease (taken over, pane closed) or, with ``hostStopped``, the
+        logged-in session (with or without a lease), and close after ``ended``."""
+        stopped = reason is EndReason.HOST_STOPPED
+        if self._decide(Decision.HOST_STOPPED if stopped else Decision.ENDED):
             self._link.send(Ended(reason=reason))
             self._link.close(f"ended: {reason.value}", flush=True)
+
+    def host_stopped(self) -> None:
+        """The host is stopping: ``ended hostStopped`` where the table allows it (once
+        logged in), else (before login) a close without a message."""
+        if Decision.HOST_STOPPED in HOST_TRANSITIONS.get(self.phase, {}):
+            self.send_ended(EndReason.HOST_STOPPED)
+        else:
+            self._link.close("host stopped")
 
     # ------------------------------------------------------------ host answers
 

@@ -36,6 +36,7 @@ session ends by design. Nothing leaves it.
     AUTHENTICATED --subscribe--> SUBSCRIBING --grant--> SUBSCRIBED --ended--> CLOSED
           ^                           |                            (after `ended`)
           +-------- pane busy --------+-- first capture failed --> CLOSED
+    (host stop: `ended hostStopped` from all three, then CLOSED)
 
 Four smaller pieces of state run beside these, each with one owner: the
 command slot (one command in flight,
@@ -161,7 +162,11 @@ class Decision(enum.Enum):
     GRANT = "grant_lease"
     PANE_BUSY = "send_pane_busy"
     SUBSCRIBE_FAILED = "subscribe_failed"
+    #: ``ended`` for the lease (``takenOver``, ``paneClosed``): only its holder.
     ENDED = "send_ended"
+    #: ``ended hostStopped``: every logged-in session, holding a lease or not
+    #: (Prowl's host tells every established peer; Android does not reconnect).
+    HOST_STOPPED = "send_ended(hostStopped)"
 
 
 #: The host decisions each state allows and where they lead. ``close`` and
@@ -169,12 +174,14 @@ class Decision(enum.Enum):
 HOST_TRANSITIONS: Final[Mapping[Phase, Mapping[Decision, Phase]]] = {
     Phase.VERIFYING: {Decision.ACCEPT: Phase.AUTHENTICATED, Decision.REJECT: Phase.CLOSED},
     Phase.PAIRING: {Decision.PAIRED: Phase.CLOSED, Decision.REJECT: Phase.CLOSED},
+    Phase.AUTHENTICATED: {Decision.HOST_STOPPED: Phase.CLOSED},
     Phase.SUBSCRIBING: {
         Decision.GRANT: Phase.SUBSCRIBED,
         Decision.PANE_BUSY: Phase.AUTHENTICATED,
         Decision.SUBSCRIBE_FAILED: Phase.CLOSED,
+        Decision.HOST_STOPPED: Phase.CLOSED,
     },
-    Phase.SUBSCRIBED: {Decision.ENDED: Phase.CLOSED},
+    Phase.SUBSCRIBED: {Decision.ENDED: Phase.CLOSED, Decision.HOST_STOPPED: Phase.CLOSED},
 }
 
 #: Before login: a violation here counts toward the address's lockout.

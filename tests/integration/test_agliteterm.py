@@ -24,6 +24,7 @@ from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.agliteterm import AgliteCommands
+from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.commands.service import CommandService
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
@@ -508,3 +509,49 @@ async def test_a_dialog_on_screen_refuses_even_when_the_status_says_idle(state_d
         assert result["ok"] is False and result["error"]["code"] == "DISPATCH_TARGET_BUSY"
         assert fake.requests_for("session.paste") == []
         assert agent.received() == b""
+
+
+async def test_send_to_a_shell_pane_is_prowls_own_refusal(state_dir: Path) -> None:
+    """agliteterm reports no prompt marks, so ``send`` is refused the way Prowl's host
+    refuses it (docs/operations.md), not read and answered ``SHELL_NOT_READY``."""
+    async with fake_agliteterm(state_dir) as fake:
+        shell = await fake.add_session(fake.add_workspace("w"), SHELL, name="shell")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as phone:
+            pane = key(fake, shell)
+            assert "shell-send" not in (await list_panes(phone)).capabilities
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            send = c.SendCommand(
+                pane=str(pane).upper(),
+                text="ls",
+                trailing_enter=True,
+                source="argv",
+                wait=False,
+                capture_output=False,
+            )
+            result = await command(phone, send, sub=sub)
+            assert result["error"] == {"code": "REMOTE_COMMAND_REJECTED", "message": SEND_REFUSED}
+            assert (
+                fake.requests_for("session.paste") == [] and fake.requests_for("session.type") == []
+            )
+
+
+async def test_list_says_idle_only_for_an_agent(state_dir: Path) -> None:
+    """``task.status`` ``idle`` means a ``send`` would be taken (docs/security.md), and
+    agliteterm takes none: a pane without an agent has no status, an agent's is
+    agliteterm's (``running`` while it reports the agent working)."""
+    async with fake_agliteterm(state_dir) as fake:
+        work = fake.add_workspace("w")
+        shell = await fake.add_session(work, SHELL, name="shell")
+        working = await fake.add_session(work, "exec sleep 120", name="working")
+        waiting = await fake.add_session(work, "exec sleep 120", name="waiting")
+        fake.set_status(working, "working")
+        fake.set_status(waiting, "idle")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as phone:
+            listed = await command(phone, c.ListCommand())
+            tasks = {item["pane"]["id"]: item["task"] for item in listed["data"]["items"]}
+            assert tasks == {
+                str(key(fake, shell)).upper(): {},
+                str(key(fake, working)).upper(): {"status": "running"},
+                str(key(fake, waiting)).upper(): {"status": "idle"},
+            }

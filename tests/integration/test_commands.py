@@ -531,6 +531,51 @@ async def test_takeover_cancels_a_pending_input(
                 }
 
 
+@pytest.mark.slow
+async def test_a_takeover_while_the_echo_is_awaited_leaves_an_unconfirmed_receipt(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An old server: the text is written, then the lease is taken over while its echo
+    is read. The delivery finishes without Enter, and the receipt says the text may
+    sit unsent (``SEND_FAILED``), not that it was cancelled before delivery."""
+    monkeypatch.setattr(herdr_commands, "_ECHO_SECONDS", 60.0)
+    async with command_host(state_dir, protocol=16) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        mac_credential = await paired(host, "Mac")
+        port = port_of(host)
+        pending_id = uuid.uuid4()
+        # The echo check's read (plain text of the visible screen) is held until cleared.
+        fake.delay_method(
+            "pane.read",
+            60.0,
+            when=lambda p: p.get("source") == "visible" and p.get("format") == "text",
+        )
+        async with login("127.0.0.1", port, credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            envelope = request(
+                c.AgentsInputCommand(pane=str(pane), prompt="half way"), request_id=pending_id
+            )
+            await phone.send(c.Command(subscription_id=sub, command_request=envelope))
+            with trio.fail_after(10):
+                while not fake.requests_for("pane.send_input"):
+                    await trio.sleep(0.05)
+            async with login("127.0.0.1", port, mac_credential) as mac:
+                taken = await subscribe(mac, pane, intent=c.Intent.TAKEOVER)
+                await next_frame(mac, taken)
+                assert c.Ended(reason=c.EndReason.TAKEN_OVER) in await phone.expect_closed()
+                fake.clear_delay()  # the echo shows: only the lost lease withholds Enter
+                await mac.send(
+                    c.CommandReceipt(subscription_id=taken, command_receipt_id=pending_id)
+                )
+                receipt = await mac.expect(c.CommandResult)
+                response = receipt.command_response.response  # type: ignore[union-attr]
+                assert response["error"]["code"] == "SEND_FAILED", response
+                assert "lost the pane" in response["error"]["message"]
+                sent = fake.received_input(ids["agent"])
+                assert b"half way" in sent and not sent.endswith(b"\r")
+
+
 async def test_targeted_command_for_another_pane_closes(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])

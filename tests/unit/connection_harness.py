@@ -55,9 +55,12 @@ class Owner:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self.closed: list[ConnectionClosed] = []
+        #: The host's end of every connection that logged in, in order.
+        self.connections: list[Connection] = []
 
     async def handle_event(self, connection: Connection, event: Event) -> None:
         if isinstance(event, AuthenticateRequested):
+            self.connections.append(connection)
             connection.session.accept_authentication(event.device_id, trio.current_time())
         else:
             self.hub.handle_event(connection, event)

@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 import pytest
 import trio.testing
 
+from mirror_host import control as c
 from mirror_host.agents import ForegroundProcess
 from mirror_host.commands.agent_input import (
     DeliveryTiming,
@@ -22,8 +23,11 @@ from mirror_host.commands.agent_input import (
     deliver,
     prompt_problem,
 )
+from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.service import CommandService
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
+from tests.unit.test_session import PANE, events, outgoing, packet, subscribed
 
 #: The host's own timing: every test runs on Trio's virtual clock (``autojump_clock``),
 #: so waiting out a 2 s echo or a 5 s grace costs no real time, and order is all that counts.
@@ -80,6 +84,27 @@ class ScriptedPanes:
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.raw_input
+
+
+class LateEcho(ScriptedPanes):
+    """An agent that draws a paste only by the second look at its screen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.echo = False
+        self.pasted: str | None = None
+        self.looks = 0
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        await super().paste(pane_id, text)
+        self.pasted = text
+
+    async def screen(self, pane_id: UUID) -> Screen:
+        if self.pasted is not None:
+            self.looks += 1
+            if self.looks > 1:
+                self.current = draw(self.pasted)
+        return await super().screen(pane_id)
 
 
 async def run(panes: ScriptedPanes, prompt: str = "fix it", **options: Any) -> Any:
@@ -203,6 +228,68 @@ async def test_extra_text_in_the_composer_gets_no_enter(
     code, _ = error(await run(panes))
     assert code == "SEND_FAILED"
     assert panes.written == [bracketed("fix it")]
+
+
+async def test_losing_the_lease_while_the_echo_is_awaited_finishes_without_enter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Cancelled between the paste and the Enter (the lease lost), delivery still ends
+    with its own answer: ``SEND_FAILED``, the text perhaps waiting in the composer, no
+    Enter. Never a cancellation, which the service reports as "cancelled before delivery"."""
+    panes = LateEcho()
+    owned = [True]
+    result: Any = None
+    with trio.CancelScope() as scope:
+
+        def lost() -> None:
+            owned[0] = False
+            scope.cancel()
+
+        panes.after_paste = lost
+        result = await run(panes, authorized=lambda: owned[0])
+    assert result is not None, "cancelled, with no answer of its own"
+    code, message = error(result)
+    assert code == "SEND_FAILED" and "lost the pane" in message
+    assert panes.written == [bracketed("fix it")]
+
+
+async def test_a_receipt_for_input_whose_lease_went_mid_delivery_is_unconfirmed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Through the command service: the lease ends (``ended``, as a takeover does) after
+    the paste, while the echo is awaited. The retained result, which ``commandReceipt``
+    returns after a reconnect, says the text may sit unsent (``SEND_FAILED``: "unknown"
+    to the apps), not that it was cancelled before delivery (``TIMEOUT``: "rejected")."""
+    panes = LateEcho()
+    service = CommandService(AgentPaneCommands(panes, timing=TIMING))
+    session, sub = subscribed()
+    request_id = uuid4()
+    envelope = c.CommandEnvelope(
+        output="json", command=c.AgentsInputCommand(pane=str(PANE), prompt="fix it")
+    )
+    command = c.Command(
+        subscription_id=sub,
+        command_request=c.CommandRequest(request_id=request_id, request=envelope),
+    )
+    session.receive_data(packet(command), 0.0)
+    (requested,) = events(session)
+
+    def taken_over() -> None:  # what Hub.end does
+        session.send_ended(c.EndReason.TAKEN_OVER)
+        service.lease_lost(session)
+
+    panes.after_paste = taken_over
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        service.handle(session, requested)
+        await trio.sleep(TIMING.echo_seconds + 1)
+        receipt = service.receipts.get(request_id)
+        assert receipt is not None and receipt.done
+        code, message = error(receipt.result)
+        assert code == "SEND_FAILED" and "lost the pane" in message
+        assert panes.written == [bracketed("fix it")]
+        assert c.Ended(reason=c.EndReason.TAKEN_OVER) in outgoing(session)
+        nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,9 @@ from mirror_host.capture.values import TextCapture
 from mirror_host.errors import PaneSourceError
 from mirror_host.host.history import HISTORY_KEEP_SECONDS, HISTORY_READ_SECONDS, HISTORY_SECONDS
 from mirror_host.host.requests import SCROLL_SECONDS
-from mirror_host.host.sampler import FIRST_CAPTURE_SECONDS
+from mirror_host.host.sampler import FIRST_CAPTURE_SECONDS, Sampler
 from mirror_host.limits import MAX_TEXT_BYTES
+from mirror_host.session.lease import Lease
 from mirror_host.session.logged_in import HISTORY_UNAVAILABLE, SCROLL_BUSY, SCROLL_COULD_NOT
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
@@ -493,3 +494,32 @@ async def test_a_history_read_that_crashes_is_unavailable_and_the_host_goes_on(
         await peer.send(c.Input(data=b"still up", subscription_id=sub))
         await peer.frame_with(sub, "still up", within=1.0)
         assert owner.closed == []
+
+
+async def test_ending_a_lease_its_sampler_no_longer_holds_changes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``Hub.end`` for a sampler that does not hold its lease (refused, or its
+    connection moved on) only stops it: no ``ended`` to a session back in
+    ``authenticated`` (a host bug there: it raised), none that ends the lease the
+    connection holds now."""
+    source = MemorySource()
+    pane, other = source.add_pane(), source.add_pane()
+    async with hub_with(source) as (hub, owner, nursery):
+        peer = await connect(owner, nursery)
+        (connection,) = owner.connections
+        request = c.Subscribe(
+            pane_id=pane, representation=c.Representation.VT, intent=c.Intent.IF_FREE
+        )
+        lease = Lease.for_request(request, subscription_id=uuid.uuid4(), capabilities=frozenset())
+        stale = Sampler(source, connection, lease, c.Intent.IF_FREE)
+        hub.end(stale, c.EndReason.PANE_CLOSED)  # logged in, holding nothing
+        sub = await subscribe(peer, other)
+        await peer.frame_with(sub, "")
+        hub.end(stale, c.EndReason.PANE_CLOSED)  # holding another pane now
+        await peer.send(c.Ping())
+        await peer.next(c.Pong)
+        source.output(other, b"still mirrored")
+        await peer.frame_with(sub, "still mirrored")
+        assert hub.pane_of(connection) == other
+        assert not peer.closed.is_set() and owner.closed == []

@@ -22,6 +22,8 @@ import trio
 import trio.testing
 
 from mirror_host import control as c
+from mirror_host.capture.values import TextCapture, VTCapture
+from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.host.sampler import CAPTURE_SECONDS, FIRST_CAPTURE_SECONDS
 from mirror_host.limits import POLL_SECONDS
 from mirror_host.session.lease import SCROLL_FORCE_SECONDS
@@ -240,3 +242,67 @@ async def test_a_subscribe_refused_at_its_deadline_stops_its_capture_and_watch(
         await trio.sleep(1.0)
         assert not source.panes[pane].watchers
         assert [op for op, _ in source.calls].count("first_capture") == 2
+
+
+class UncancellableCaptures(MemorySource):
+    """A source whose captures, once started, finish even when cancelled (a read on a
+    worker thread, or a reply that must be read to keep a connection in step); the
+    ``failing`` one (by the order captures started) then fails."""
+
+    def __init__(self, failing: int, error: PaneSourceError) -> None:
+        super().__init__()
+        self.started = 0
+        self.failing = failing
+        self.error = error
+
+    async def capture(
+        self,
+        pane_id: UUID,
+        representation: c.Representation,
+        *,
+        with_viewport_text: bool = False,
+        with_scroll_bounds: bool = False,
+        with_styled_scrollback: bool = False,
+    ) -> VTCapture | TextCapture:
+        number, self.started = self.started, self.started + 1
+        with trio.CancelScope(shield=True):
+            capture = await super().capture(
+                pane_id,
+                representation,
+                with_viewport_text=with_viewport_text,
+                with_scroll_bounds=with_scroll_bounds,
+            )
+        if number == self.failing:
+            raise self.error
+        return capture
+
+
+@pytest.mark.parametrize(
+    "error", [PaneNotFound("the pane is gone"), PaneSourceError("the source hiccupped")]
+)
+async def test_a_refused_sampler_whose_capture_fails_late_does_nothing_more(
+    autojump_clock: trio.testing.MockClock, error: PaneSourceError
+) -> None:
+    """Told ``PANE_BUSY`` at its deadline, a subscriber stays open and unsubscribed,
+    whatever its capture (still under way) ends with: never ``ended`` for a lease it
+    never held (a host bug that stopped the whole host), never a silent close."""
+    source = UncancellableCaptures(failing=1, error=error)  # the second subscriber's
+    pane = source.add_pane()
+    source.output(pane, b"eventually")
+    source.delays["first_capture"] = FIRST_CAPTURE_SECONDS + 3
+    async with hub_with(source) as (hub, owner, nursery):
+        first, second = await connect(owner, nursery), await connect(owner, nursery)
+        await _subscribe_without_waiting(first, pane)
+        await trio.sleep(1.0)
+        await _subscribe_without_waiting(second, pane)
+        sub = (await first.next(c.Subscribed, within=FIRST_CAPTURE_SECONDS)).subscription_id
+        assert await second.next(c.Failure, within=1.001) == c.Failure(error=PANE_BUSY)
+        await first.frame_with(sub, "eventually", within=3.0)
+        await trio.sleep(2.0)  # the refused capture has failed by now (at 9 s)
+        assert source.started >= 2  # the refused one (the second) started, and failed
+        await second.send(c.ListPanes())  # still open, still logged in
+        assert len((await second.next(c.Panes)).panes) == 1
+        assert not second.closed.is_set() and owner.closed == []
+        source.output(pane, b"still mirrored")
+        await first.frame_with(sub, "still mirrored")
+        assert (await hub.status())["subscribed"] == 1

@@ -510,6 +510,35 @@ def test_oversized_frame_closes_the_connection() -> None:
     assert "cannot send frame" in closed_reason(session).reason
 
 
+def test_host_stop_ends_every_logged_in_session_and_closes_the_rest() -> None:
+    """``ended hostStopped`` once logged in, lease or not (Android does not reconnect
+    after ``ended``); before login, a close without a message."""
+    listing = logged_in()
+    listing.host_stopped()
+    waiting = logged_in()
+    waiting.receive_data(
+        packet(
+            c.Subscribe(pane_id=PANE, representation=c.Representation.VT, intent=c.Intent.IF_FREE)
+        ),
+        0.0,
+    )
+    assert waiting.phase is Phase.SUBSCRIBING
+    waiting.host_stopped()
+    holding, _ = subscribed()
+    holding.host_stopped()
+    for session in (listing, waiting, holding):
+        assert outgoing(session) == [c.Ended(reason=c.EndReason.HOST_STOPPED)]
+        assert session.is_closed and session.flushes_on_close
+    verifying = new_session()
+    verifying.receive_data(packet(c.Authenticate(device_id=DEVICE, proof=b"p" * 32)), 0.0)
+    for session in (new_session(), verifying):
+        session.host_stopped()
+        assert session.data_to_send() == b"" and not session.flushes_on_close
+        assert not closed_reason(session).is_failure
+    with pytest.raises(LocalProtocolError):  # any other `ended` needs the lease
+        logged_in().send_ended(c.EndReason.PANE_CLOSED)
+
+
 def test_ended_is_the_last_word() -> None:
     session, _ = subscribed()
     session.send_ended(c.EndReason.TAKEN_OVER)

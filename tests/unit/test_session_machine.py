@@ -8,7 +8,8 @@ sends, frames, a second subscribe, a wrong lease or sequence, input of the wrong
 size or on a text lease, an unknown snapshot, a scroll id reused the other way,
 commands against the lease rules. The host's rules verify, pair, grant, refuse,
 capture history, apply or fail scrolls, answer commands, close, revoke, end the
-lease, stop confirming what it wrote, and take decisions out of turn. A few
+lease, stop the host, stop confirming what it wrote, and take decisions out of
+turn. A few
 rules run a whole exchange (frames flowing, a scroll from request to result, a
 snapshot with requests queued behind it), so that most steps reach the deeper
 states.
@@ -659,11 +660,25 @@ class SessionMachine(RuleBasedStateMachine):
         self.settle()
 
     @precondition(lambda self: self.phase is not Phase.CLOSED)
-    @rule(how=st.sampled_from(["close", "revoke", "ended"]), reason=st.sampled_from(c.EndReason))
+    @rule(
+        how=st.sampled_from(["close", "revoke", "ended", "stop"]),
+        reason=st.sampled_from(c.EndReason),
+    )
     def host_ends_it(self, how: str, reason: c.EndReason) -> None:
-        """The host closes (any state), revokes the device, or ends the lease."""
+        """The host closes (any state), revokes the device, ends the lease, or stops
+        (``ended hostStopped`` to a logged-in session, lease or not; a close before)."""
+        if how == "stop":
+            self.session.host_stopped()
+            if self.phase in LOGGED_IN:
+                self.model.queue(c.Ended(reason=c.EndReason.HOST_STOPPED))
+                self.model.close(flush=True)
+            else:
+                self.model.close()
+            self.settle()
+            return
         if how == "ended":
-            if self.phase is not Phase.SUBSCRIBED:
+            stopped = reason is c.EndReason.HOST_STOPPED and self.phase in LOGGED_IN
+            if self.phase is not Phase.SUBSCRIBED and not stopped:
                 return  # out of turn: host_decision_out_of_turn covers it
             self.session.send_ended(reason)
             self.model.queue(c.Ended(reason=reason))
@@ -679,15 +694,19 @@ class SessionMachine(RuleBasedStateMachine):
         self.settle()
 
     @rule(
-        decision=st.sampled_from(["accept", "paired", "reject", "busy", "failed", "grant", "ended"])
+        decision=st.sampled_from(
+            ["accept", "paired", "reject", "busy", "failed", "grant", "ended", "lease ended"]
+        )
     )
     def host_decision_out_of_turn(self, decision: str) -> None:
-        """Rule 2: a decision the state does not allow is the host's bug; once closed, a no-op."""
+        """Rule 2: a decision the state does not allow is the host's bug; once closed, a
+        no-op. ``ended hostStopped`` needs a login; any other ``ended``, the lease."""
         allowed = {
             Phase.VERIFYING: {"accept", "reject"},
             Phase.PAIRING: {"paired", "reject"},
-            Phase.SUBSCRIBING: {"busy", "failed", "grant"},
-            Phase.SUBSCRIBED: {"ended"},
+            Phase.AUTHENTICATED: {"ended"},
+            Phase.SUBSCRIBING: {"busy", "failed", "grant", "ended"},
+            Phase.SUBSCRIBED: {"ended", "lease ended"},
         }
         if decision in allowed.get(self.phase, set()):
             return  # the rules above take the allowed ones
@@ -707,6 +726,7 @@ class SessionMachine(RuleBasedStateMachine):
                 lease, host_run_id=RUN, first_capture=None, now=0.0
             ),
             "ended": lambda: session.send_ended(c.EndReason.HOST_STOPPED),
+            "lease ended": lambda: session.send_ended(c.EndReason.PANE_CLOSED),
         }[decision]
         if self.phase is Phase.CLOSED:
             act()
