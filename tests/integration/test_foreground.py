@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import termios
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,3 +112,33 @@ async def test_an_agent_script_in_the_group_is_recognised(tmp_path: Path) -> Non
         assert agent is Agent.CLAUDE and pid != process.pid  # the child, not the shell
     assert await process_group(999_999_999) == ()
     assert await process_group(0) == ()
+
+
+@contextmanager
+def group_with_an_exited_leader() -> Iterator[subprocess.Popen[bytes]]:
+    """A process group whose leader (``sh``) has exited, unreaped, leaving two ``sleep``."""
+    leader = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 30 & sleep 30 & exit 0"], start_new_session=True
+    )
+    try:
+        if hasattr(os, "waitid"):  # exited, and left a zombie (WNOWAIT)
+            os.waitid(os.P_PID, leader.pid, os.WEXITED | os.WNOWAIT)
+        else:  # pragma: no cover - macOS
+            time.sleep(1)
+        yield leader
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(timeout=10)
+
+
+@pytest.mark.parametrize("use_proc", MODES)
+async def test_a_group_whose_leader_exited_is_listed_without_it(use_proc: bool) -> None:
+    """The leader first only while it runs: not as a zombie still named ``sh``, not reaped."""
+    with group_with_an_exited_leader() as leader:
+        for _ in ("zombie", "reaped"):
+            with trio.fail_after(20):
+                while len(members := await process_group(leader.pid, use_proc=use_proc)) < 2:
+                    await trio.sleep(0.05)
+            assert [m.name for m in members] == ["sleep", "sleep"]
+            assert all(m.pid != leader.pid for m in members)
+            leader.wait(timeout=10)
