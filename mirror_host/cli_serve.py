@@ -76,6 +76,7 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
             socket_name=config.tmux.socket_name,
             socket_path=config.tmux.socket_path,
             follow_all=shell_send,
+            sign_marks=shell_send,
         )
         backend = TmuxCommands(tmux, profiles=config.profiles, shell_send=shell_send)
         return tmux, CommandService(backend)

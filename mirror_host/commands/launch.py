@@ -22,15 +22,16 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.agents import Agent, AgentState, ForegroundProcess
+from mirror_host.agents import Agent, AgentState
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, deliver, observe
 from mirror_host.commands.responses import SEND_REFUSED, cli_error, cli_success, rejected
-from mirror_host.commands.shell_input import deliver_command, shell_status
+from mirror_host.commands.shell_input import ShellPanes, deliver_command, shell_status
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand, SendCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
+from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 
 __all__ = ["KNOWN_AGENTS", "READY_SECONDS", "AgentPaneCommands", "first_prompt", "task_status"]
@@ -136,11 +137,13 @@ class AgentPaneCommands:
     async def shell_send(
         self, pane_id: UUID, command: SendCommand, *, authorized: Callable[[], bool]
     ) -> JSONValue:
-        """Run ``command.text`` in the shell pane, guarded; refused when shell-send is off."""
-        if not self.shell_send_enabled:
+        """Run ``command.text`` in the shell pane, guarded; refused when shell-send is off
+        (or the panes cannot say which process leads their terminal's foreground)."""
+        panes = self.agent_panes
+        if not self.shell_send_enabled or not isinstance(panes, ShellPanes):
             return rejected(SEND_REFUSED)
         return await deliver_command(
-            self.agent_panes, pane_id, command, authorized=authorized, timing=self.timing
+            panes, pane_id, command, authorized=authorized, timing=self.timing
         )
 
     # ------------------------------------------------------------ helpers for subclasses
@@ -158,7 +161,7 @@ class AgentPaneCommands:
     def task(
         self,
         pane_id: UUID,
-        processes: tuple[ForegroundProcess, ...],
+        foreground: PaneForeground,
         screen: Screen | None,
         agent_state: AgentState | None,
         *,
@@ -171,7 +174,7 @@ class AgentPaneCommands:
         """
         if agent:
             return {"status": task_status(agent_state)}
-        status = shell_status(processes, screen, sendable=self.shell_send_enabled)
+        status = shell_status(foreground, screen, sendable=self.shell_send_enabled)
         return {"status": status} if status is not None else {}
 
     @staticmethod

@@ -39,6 +39,7 @@ from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import process_group
 from mirror_host.shell.login import default_shell_command
+from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 from mirror_host.terminal.view import ScreenText
 
@@ -48,11 +49,14 @@ _BRACKETED_PASTE = 2004
 
 
 class LocalCommandPane(Protocol):
-    """What the backend reads of one local pane: its id and title, whether its
-    program still runs, the screen its PTY feeds, its working directory."""
+    """What the backend reads of one local pane: its id and title, the pid of the
+    program the host started in it, whether it still runs, the screen its PTY
+    feeds, its working directory."""
 
     @property
     def id(self) -> UUID: ...
+    @property
+    def pid(self) -> int: ...
     @property
     def title(self) -> str: ...
     @property
@@ -110,8 +114,14 @@ class LocalAgentPanes:
         self.source = source
 
     async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        return (await self.shell_foreground(pane_id)).processes
+
+    async def shell_foreground(self, pane_id: UUID) -> PaneForeground:
+        """The PTY's foreground group (``tcgetpgrp``) and the program the host started."""
+        pane = self.source.pane(pane_id)
         pgid = self.source.foreground_group(pane_id)
-        return await process_group(pgid) if pgid else ()
+        processes = await process_group(pgid) if pgid else ()
+        return PaneForeground(shell_pid=pane.pid, group=pgid or None, processes=processes)
 
     async def screen(self, pane_id: UUID) -> Screen:
         return self.source.pane(pane_id).screen
@@ -159,7 +169,12 @@ class LocalCommands(AgentPaneCommands):
         self, pane: LocalCommandPane
     ) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
         """The pane as ``list`` describes it (with its agent), and its task."""
-        processes = await self.panes.foreground(pane.id) if pane.alive else ()
+        foreground = (
+            await self.panes.shell_foreground(pane.id)
+            if pane.alive
+            else PaneForeground(shell_pid=None, group=None, processes=())
+        )
+        processes = foreground.processes
         found = identify_group(processes)
         state = detect(processes, ScreenText(pane.screen)).state if found else None
         record: dict[str, JSONValue] = {
@@ -170,7 +185,7 @@ class LocalCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(pane.id, processes, pane.screen, state, agent=found is not None)
+        return record, self.task(pane.id, foreground, pane.screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""

@@ -5,7 +5,8 @@ carries the current lease; a subscribed connection sends only ``list``; one
 command in flight). This service adds the rest of Prowl's rules (host docs §8):
 
 * ``output`` must be ``json``; ``send`` goes to a backend that can run shell
-  command lines (:class:`ShellSender`), and is refused otherwise; prompts are at
+  command lines (:class:`ShellSender`) and advertises ``shell-send``, and is
+  refused otherwise (as Prowl's host refuses it); prompts are at
   most 64 KiB; a targeted command names exactly the leased pane (a *different*
   pane closes the connection);
 * mutations are retained by request id (:mod:`mirror_host.commands.receipts`);
@@ -353,9 +354,18 @@ class CommandService(CommandHandler):
     async def _send(
         self, command: SendCommand, pane_id: UUID | None, authorized: Authorized
     ) -> JSONValue:
-        """``send``: the backend's own answer; refused as Prowl's host does without one."""
+        """``send``: the backend's own answer; refused as Prowl's host does without one.
+
+        Only where ``shell-send`` is advertised: a backend that has the method but
+        does not offer it (turned off, or a source that cannot prove an empty
+        prompt) never gets the command.
+        """
         backend = self.backend
-        if not isinstance(backend, ShellSender) or pane_id is None:
+        if (
+            not isinstance(backend, ShellSender)
+            or "shell-send" not in self.capabilities
+            or pane_id is None
+        ):
             return rejected(SEND_REFUSED)
         if not authorized():
             return rejected(NO_LONGER_OWNS)

@@ -2,8 +2,9 @@
 
 A phone's ``send`` types one command line into a shell and presses Enter. It
 is done only when the shell provably waits at an empty prompt
-(:mod:`mirror_host.shell.verdict`: the shell itself in the foreground, its
-latest OSC 133 mark a ``B`` with nothing typed after it):
+(:mod:`mirror_host.shell.verdict`: the pane's own bash, zsh or fish leads the
+terminal's foreground process group, its latest OSC 133 mark is a ``B`` with
+nothing typed after it):
 
 1. The text is one line of printable text, at most 64 KiB, that fits on the
    pane's screen from the prompt on (so its echo can be read back).
@@ -12,7 +13,7 @@ latest OSC 133 mark a ``B`` with nothing typed after it):
 3. The text is pasted the way a terminal pastes (bracketed when the shell
    turned bracketed paste on, as bash, zsh and fish do), then the screen is
    read until the command line after the mark shows exactly it (at most 2 s).
-4. Only if the same shell still leads the foreground, its prompt still
+4. Only if the pane's own shell still leads the foreground, its prompt still
    waits (no command started), the line still shows exactly the text and
    nobody typed from a Mac meanwhile, one Enter is sent.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 import trio
@@ -51,20 +53,37 @@ from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.shell.verdict import (
     NOT_READY,
+    PaneForeground,
     ShellReading,
     command_problem,
     fits,
-    is_shell,
+    foreground_status,
     read_shell,
     send_options_problem,
 )
 from mirror_host.terminal import Screen
 
-__all__ = ["command_line", "deliver_command", "judge", "shell_status"]
+__all__ = ["ShellPanes", "command_line", "deliver_command", "judge", "shell_status"]
 
 logger = logging.getLogger(__name__)
 
 _COMMAND = "send"
+
+
+@runtime_checkable
+class ShellPanes(AgentPanes, Protocol):
+    """What shell delivery needs from a source, beyond agent delivery's."""
+
+    async def shell_foreground(self, pane_id: UUID) -> PaneForeground:
+        """The pane's own process, its terminal's foreground group id and members.
+
+        Only what the operating system says (never a guess such as tmux's
+        ``pane_current_command``).
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
 
 
 def command_line(screen: Screen) -> str | None:
@@ -83,9 +102,9 @@ def command_line(screen: Screen) -> str | None:
     return screen.text_from(mark.x, mark.y)
 
 
-def judge(processes: tuple[ForegroundProcess, ...], screen: Screen) -> ShellReading:
-    """The verdict on the pane whose foreground is ``processes`` and screen ``screen`` (now)."""
-    return read_shell(processes, screen.prompt, line=command_line(screen), cursor=screen.cursor)
+def judge(foreground: PaneForeground, screen: Screen) -> ShellReading:
+    """The verdict on the pane whose foreground is ``foreground`` and screen ``screen`` (now)."""
+    return read_shell(foreground, screen.prompt, line=command_line(screen), cursor=screen.cursor)
 
 
 def _typed_since(panes: AgentPanes, pane_id: UUID, since: float) -> bool:
@@ -105,14 +124,14 @@ async def _marked_screen(panes: AgentPanes, pane_id: UUID) -> Screen:
     return screen
 
 
-async def _read(panes: AgentPanes, pane_id: UUID) -> tuple[ShellReading, Screen]:
-    processes = await panes.foreground(pane_id)
+async def _read(panes: ShellPanes, pane_id: UUID) -> tuple[ShellReading, Screen]:
+    foreground = await panes.shell_foreground(pane_id)
     screen = await _marked_screen(panes, pane_id)
-    return judge(processes, screen), screen
+    return judge(foreground, screen), screen
 
 
 def shell_status(
-    processes: tuple[ForegroundProcess, ...],
+    foreground: PaneForeground,
     screen: Screen | None,
     *,
     sendable: bool,
@@ -123,13 +142,13 @@ def shell_status(
     be proven; ``idle`` only where a ``send`` is accepted (``sendable``).
     """
     if screen is None:
-        return "running" if processes and not is_shell(processes[0]) else None
-    status = judge(processes, screen).status
+        return foreground_status(foreground)
+    status = judge(foreground, screen).status
     return None if status == "idle" and not sendable else status
 
 
 async def deliver_command(
-    panes: AgentPanes,
+    panes: ShellPanes,
     pane_id: UUID,
     command: SendCommand,
     *,
@@ -178,7 +197,7 @@ async def deliver_command(
 
 
 async def _write_and_run(
-    panes: AgentPanes,
+    panes: ShellPanes,
     pane_id: UUID,
     text: str,
     shell: ForegroundProcess,
@@ -205,13 +224,13 @@ async def _write_and_run(
         why = await _echoed(panes, pane_id, text, timing)
         if why is not None:
             return failed(why)
-        processes = await panes.foreground(pane_id)
+        foreground = await panes.shell_foreground(pane_id)
         screen = await _marked_screen(panes, pane_id)
     except PaneNotFound:
         return failed("the pane went away")
     except PaneSourceError as exc:
         return failed(f"the pane could not be read ({exc})")
-    if not processes or processes[0] != shell:
+    if foreground.own_process != shell:
         return failed("the shell is no longer in the foreground")
     if command_line(screen) != text.rstrip():
         return failed("the command line changed")

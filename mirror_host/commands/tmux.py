@@ -46,8 +46,9 @@ from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.foreground import terminal_foreground
+from mirror_host.panes.foreground import terminal_foreground, terminal_group
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
+from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import screen_of_rows
 from mirror_host.terminal.view import ScreenText
@@ -111,19 +112,29 @@ class TmuxAgentPanes:
     def _target(self, pane_id: UUID) -> str:
         return self.source.pane_row(pane_id).pane_id
 
-    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
-        """The foreground group of the pane's terminal; tmux's own guess if the OS won't say."""
+    async def _pane_process(self, pane_id: UUID) -> tuple[int, str]:
+        """The pane's own process (``pane_pid``) and tmux's name for what runs in it."""
         text = await self.source.run_tmux(
             "display-message", "-p", "-t", self._target(pane_id),
             f"#{{pane_pid}}{SEPARATOR}#{{pane_current_command}}",
         )  # fmt: skip
         pid_text, _, name = text.strip("\n").partition(SEPARATOR)
         try:
-            pid = int(pid_text)
+            return int(pid_text), name
         except ValueError as exc:
             raise PaneSourceError(f"tmux gave no pane pid ({text.strip()!r})") from exc
+
+    async def foreground(self, pane_id: UUID) -> tuple[ForegroundProcess, ...]:
+        """The foreground group of the pane's terminal; tmux's own guess if the OS won't say."""
+        pid, name = await self._pane_process(pane_id)
         found = await terminal_foreground(pid)
         return found or ((ForegroundProcess(pid=pid, name=name),) if name else ())
+
+    async def shell_foreground(self, pane_id: UUID) -> PaneForeground:
+        """The foreground group of the pane's terminal, as the OS says (never tmux's guess)."""
+        pid, _ = await self._pane_process(pane_id)
+        group, processes = await terminal_group(pid)
+        return PaneForeground(shell_pid=pid, group=group, processes=processes)
 
     async def screen(self, pane_id: UUID) -> Screen:
         """The mirrored screen if the pane is watched, else a fresh ``capture-pane``."""
@@ -215,7 +226,8 @@ class TmuxCommands(AgentPaneCommands):
         The status is read from the screen only for a pane the source mirrors:
         ``list`` never reads a terminal itself.
         """
-        processes = await terminal_foreground(pid) if pid else ()
+        group, processes = await terminal_group(pid) if pid else (None, ())
+        foreground = PaneForeground(shell_pid=pid or None, group=group, processes=processes)
         found = identify_group(processes)
         screen = self.source.pane_screen(pane_id)
         state = detect(processes, ScreenText(screen)).state if screen and found else None
@@ -226,7 +238,7 @@ class TmuxCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(pane_id, processes, screen, state, agent=found is not None)
+        return record, self.task(pane_id, foreground, screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, windows as tabs."""

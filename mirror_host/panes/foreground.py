@@ -8,7 +8,10 @@ terminal's foreground group, ``comm`` and ``cmdline`` its names); elsewhere
 (macOS) from ``ps``, whose ``args`` column loses the boundaries between
 arguments that contain spaces, which name matching can live with.
 
-The group leader comes first: it is usually the program the shell started.
+The group leader comes first, if it is alive and still in the group: it is
+usually the program the shell started. Zombies (exited, not yet reaped) are
+left out: they run nothing. A phone's ``send`` needs the group's id too
+(:func:`terminal_group`): the pane's own shell must be the group's leader.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ import trio
 
 from mirror_host.agents import ForegroundProcess
 
-__all__ = ["parse_ps_table", "parse_stat", "process_group", "terminal_foreground"]
+__all__ = [
+    "parse_ps_table",
+    "parse_stat",
+    "process_group",
+    "stat_state",
+    "terminal_foreground",
+    "terminal_group",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +56,13 @@ def parse_stat(text: str) -> tuple[int, int] | None:
         return None
 
 
+def stat_state(text: str) -> str | None:
+    """The state letter (``R``, ``S``, ``Z`` …) of a ``/proc/<pid>/stat`` line."""
+    end = text.rfind(")")
+    fields = text[end + 1 :].split() if end >= 0 else []
+    return fields[0] if fields else None
+
+
 def parse_ps_table(text: str) -> list[tuple[int, int]]:
     """``(pid, pgid)`` pairs from ``ps -A -o pid=,pgid=`` output."""
     pairs = []
@@ -63,7 +80,14 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _describe_proc(pid: int) -> ForegroundProcess | None:
+def _describe_proc(pid: int, pgid: int | None = None) -> ForegroundProcess | None:
+    """Process ``pid``, if it is alive (not a zombie) and, given ``pgid``, in that group."""
+    stat = _read(_PROC / str(pid) / "stat")
+    parsed = parse_stat(stat) if stat else None
+    if stat is None or parsed is None or stat_state(stat) in (None, "Z", "X"):
+        return None
+    if pgid is not None and parsed[0] != pgid:
+        return None
     comm = _read(_PROC / str(pid) / "comm")
     if comm is None:
         return None
@@ -73,7 +97,7 @@ def _describe_proc(pid: int) -> ForegroundProcess | None:
 
 
 def _members_proc(pgid: int) -> tuple[ForegroundProcess, ...]:
-    leader = _describe_proc(pgid)
+    leader = _describe_proc(pgid, pgid)
     found = [leader] if leader is not None else []
     try:
         entries = os.listdir(_PROC)
@@ -84,12 +108,9 @@ def _members_proc(pgid: int) -> tuple[ForegroundProcess, ...]:
             break
         if not entry.isdigit() or int(entry) == pgid:
             continue
-        stat = _read(_PROC / entry / "stat")
-        parsed = parse_stat(stat) if stat else None
-        if parsed is not None and parsed[0] == pgid:
-            member = _describe_proc(int(entry))
-            if member is not None:
-                found.append(member)
+        member = _describe_proc(int(entry), pgid)
+        if member is not None:
+            found.append(member)
     return tuple(found)
 
 
@@ -107,19 +128,23 @@ async def _ps(*args: str) -> str | None:
 
 
 async def _describe_ps(pid: int) -> ForegroundProcess | None:
-    comm = await _ps("-o", "comm=", "-p", str(pid))
-    if comm is None or not comm.strip():
+    head = await _ps("-o", "stat=,comm=", "-p", str(pid))
+    state, _, comm = (head or "").strip().partition(" ")
+    comm = comm.strip()
+    if not comm or state.startswith("Z"):
         return None
     args = await _ps("-o", "args=", "-p", str(pid))
-    name = comm.strip().rsplit("/", 1)[-1]
+    name = comm.rsplit("/", 1)[-1]
     return ForegroundProcess(pid=pid, name=name, argv=tuple((args or "").split()))
 
 
 async def _members_ps(pgid: int) -> tuple[ForegroundProcess, ...]:
     table = await _ps("-A", "-o", "pid=,pgid=")
-    pids = [pgid] + [pid for pid, group in parse_ps_table(table or "") if group == pgid]
+    members = [pid for pid, group in parse_ps_table(table or "") if group == pgid]
+    # The leader first, and only if it is still in the group.
+    pids = ([pgid] if pgid in members else []) + [pid for pid in members if pid != pgid]
     found: list[ForegroundProcess] = []
-    for pid in dict.fromkeys(pids):  # leader first, no repeats
+    for pid in pids:
         if len(found) >= _MAX_MEMBERS:
             break
         process = await _describe_ps(pid)
@@ -143,10 +168,13 @@ async def process_group(
     return await _members_ps(pgid)
 
 
-async def terminal_foreground(
+async def terminal_group(
     pid: int, *, use_proc: bool | None = None
-) -> tuple[ForegroundProcess, ...]:
-    """The foreground process group of the terminal ``pid`` runs on, leader first."""
+) -> tuple[int | None, tuple[ForegroundProcess, ...]]:
+    """The foreground process group of the terminal ``pid`` runs on: its id and members.
+
+    ``(None, ())`` when the OS would not say (``pid`` is gone, or has no terminal).
+    """
     tpgid: int | None = None
     if _use_proc(use_proc):
         stat = _read(_PROC / str(pid) / "stat")
@@ -156,5 +184,12 @@ async def terminal_foreground(
         text = await _ps("-o", "tpgid=", "-p", str(pid))
         tpgid = int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
     if tpgid is None or tpgid <= 0:
-        return ()
-    return await process_group(tpgid, use_proc=use_proc)
+        return None, ()
+    return tpgid, await process_group(tpgid, use_proc=use_proc)
+
+
+async def terminal_foreground(
+    pid: int, *, use_proc: bool | None = None
+) -> tuple[ForegroundProcess, ...]:
+    """The foreground process group of the terminal ``pid`` runs on, leader first."""
+    return (await terminal_group(pid, use_proc=use_proc))[1]

@@ -10,7 +10,9 @@ process exits leaves the list, and its subscriber gets ``ended paneClosed``.
 With ``shell_integration`` (the default), a pane that runs bash, zsh or fish
 starts it with prompt marks added after the user's own start-up files
 (:mod:`mirror_host.shell.inject`), so the host knows when it waits at an empty
-prompt (a phone's ``send``).
+prompt (a phone's ``send``). Every pane starts with a nonce of its own in
+``MIRROR_HOST_MARK_NONCE``, and its screen takes only marks signed with it
+(:mod:`mirror_host.shell.nonce`): what a program prints cannot draw a prompt.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.shell.login import default_shell_command
+from mirror_host.shell.nonce import NONCE_VARIABLE, new_nonce
 from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
@@ -97,6 +100,11 @@ class LocalPane:
     @property
     def title(self) -> str:
         return self.screen.title or self.command
+
+    @property
+    def pid(self) -> int:
+        """The program the host started in the PTY (a phone's ``send`` needs it in front)."""
+        return self.process.pid
 
     def directory(self) -> str:
         # Linux exposes the live working directory; elsewhere keep where it started.
@@ -242,6 +250,8 @@ class LocalSource:
         env["TERM"] = "xterm-256color"
         env.pop("LINES", None)
         env.pop("COLUMNS", None)
+        nonce = new_nonce()
+        env[NONCE_VARIABLE] = nonce
         if self._integration is not None:
             argv, env = self._integration.wrap(argv, env)
         try:
@@ -273,12 +283,14 @@ class LocalSource:
             except trio.WouldBlock:
                 logger.warning("pane %s: dropped a terminal reply (queue full)", pane_id)
 
+        screen = Screen(self._columns, self._rows, on_reply=reply)
+        screen.prompt.expect(nonce, known=True)
         pane = LocalPane(
             id=pane_id,
             command=command,
             process=process,
             master=trio.lowlevel.FdStream(master_fd),
-            screen=Screen(self._columns, self._rows, on_reply=reply),
+            screen=screen,
             start_dir=cwd or self._cwd,
             reply_send=reply_send,
             reply_receive=reply_receive,

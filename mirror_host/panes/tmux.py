@@ -19,6 +19,14 @@ to its screen from then on, so the shell prompts drawn while nobody was
 subscribed are known (:attr:`Screen.prompt`) when a phone arrives. Without it,
 only subscribed panes are read.
 
+With ``sign_marks`` (the same default), the source puts a nonce in the tmux
+server's global environment (``set-environment -g MIRROR_HOST_MARK_NONCE``,
+kept if one is there already), so every shell tmux starts from then on signs
+its prompt marks with it (:mod:`mirror_host.shell.nonce`). Each pane's screen
+takes only signed marks when its process started with the nonce (its initial
+environment, read from ``/proc``); a shell started before has none, and its
+screen takes unsigned marks until a signed one arrives.
+
 While a pane is scrolled back, its viewport text is the copy-mode view, read
 with its attributes (``capture-pane -e``) when the scroll happens and put on a
 libghostty screen, so it reads the way Prowl reads rows. Its styled archive
@@ -75,6 +83,7 @@ from mirror_host.panes.tmux_protocol import (
     parse_pane_rows,
     parse_pane_state,
 )
+from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
 from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive, screen_of_rows
@@ -258,9 +267,14 @@ class TmuxSource:
         socket_path: str | None = None,
         tmux: str = "tmux",
         follow_all: bool = True,
+        sign_marks: bool = True,
     ) -> None:
         self.tmux = tmux
         self._follow_all = follow_all
+        self._sign_marks = sign_marks
+        #: The nonce handed to the server's new shells, and which server (pid) has it.
+        self._mark_nonce: str | None = None
+        self._nonce_server: int | None = None
         self.base_command = [tmux]
         if socket_path:
             self.base_command += ["-S", socket_path]
@@ -362,6 +376,8 @@ class TmuxSource:
 
     async def _refresh(self) -> None:
         rows = parse_pane_rows(await self.run_tmux("list-panes", "-a", "-F", LIST_FORMAT))
+        if self._sign_marks and rows:
+            await self._hand_out_nonce(rows[0].server_pid)
         seen: set[UUID] = set()
         for row in rows:
             if row.dead:
@@ -403,6 +419,45 @@ class TmuxSource:
                     self._nursery.start_soon(self._follow, pane)
         await self._pause_unwatched()
         self._listed.set()
+
+    async def _hand_out_nonce(self, server_pid: int) -> None:
+        """Make sure this tmux server gives its new shells a nonce to sign marks with.
+
+        One nonce per server, in its global environment: kept if one is there
+        (a host restarted, or another host on the same server), so the shells
+        already started with it keep counting.
+        """
+        if server_pid == self._nonce_server:
+            return
+        nonce: str | None = None
+        try:
+            shown = await self.run_tmux("show-environment", "-g", NONCE_VARIABLE)
+            name, _, value = shown.strip().partition("=")
+            nonce = value if name == NONCE_VARIABLE and is_nonce(value) else None
+        except PaneSourceError:
+            pass  # not set yet
+        try:
+            if nonce is None:
+                nonce = new_nonce()
+                await self.run_tmux("set-environment", "-g", NONCE_VARIABLE, nonce)
+                logger.info(
+                    "tmux on %s: new shells will sign their prompt marks (set-environment -g %s)",
+                    self._where,
+                    NONCE_VARIABLE,
+                )
+        except PaneSourceError as exc:
+            logger.warning("could not give tmux's shells a prompt-mark nonce: %s", exc)
+            nonce = None
+        self._mark_nonce = nonce
+        self._nonce_server = server_pid  # once per server: a refusal is not retried
+
+    def _expect_marks(self, screen: Screen, pane_pid: int | None) -> None:
+        """Tell the pane's screen which nonce its shell signs marks with (module docstring)."""
+        started = started_with_nonce(pane_pid) if pane_pid else None
+        if started is not None:
+            screen.prompt.expect(started, known=True)
+        elif self._mark_nonce is not None:
+            screen.prompt.expect(self._mark_nonce, known=False)
 
     async def _pause_unwatched(self) -> None:
         for pane in list(self._panes.values()):
@@ -480,8 +535,9 @@ class TmuxSource:
             blocks = await client.command(
                 f"refresh-client -A '{target}:continue' ; "
                 f"capture-pane -p -e -N -t {target} ; "
-                f"display-message -p -t {target} '{PANE_STATE_FORMAT}'",
-                blocks=3,
+                f"display-message -p -t {target} '{PANE_STATE_FORMAT}' ; "
+                f"display-message -p -t {target} '#{{pane_pid}}'",
+                blocks=4,
             )
         except PaneSourceError as exc:
             raise PaneNotFound(f"tmux pane {target} is gone ({exc})") from exc
@@ -490,6 +546,8 @@ class TmuxSource:
         if state is None:
             raise PaneSourceError(f"could not read the state of tmux pane {target}")
         screen = Screen(max(1, state.width), max(1, state.height))
+        pid = b"".join(blocks[3]).decode("ascii", "replace").strip()
+        self._expect_marks(screen, int(pid) if pid.isdigit() else None)
         seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"") + b"\x1b[0m"
         for index, row in enumerate(blocks[1][: state.height]):
             # No reset between rows: capture-pane -e carries attributes across them.

@@ -17,7 +17,17 @@ same code into the shells it starts, after the user's own start-up files
   ``preexec`` hooks and ``fish_prompt``: it wraps them, runs its prompt part
   after theirs (so a theme that rewrites the prompt every time keeps its
   marks), and hands their exit status on unchanged;
-* loads once, however often it is sourced, and only in interactive shells.
+* loads once, however often it is sourced, and only in interactive shells;
+* signs every mark with the nonce the host started the shell with
+  (``MIRROR_HOST_MARK_NONCE``, :mod:`mirror_host.shell.nonce`): ``133;B;mh=NONCE``.
+  It keeps the nonce in a variable of its own that is not exported and drops
+  the environment variable, so the shell's programs do not inherit it; bash's
+  prompt strings name that variable rather than hold its value (``PS1`` is
+  often exported, and a shell ``exec``'d in its place would otherwise draw
+  signed marks without ever marking a command's start). Without a nonce the
+  marks go unsigned;
+* in bash before 4.4 (no ``PS0``, so no ``C`` when a command starts) marks no
+  ``B``: the host could not tell a command running from the prompt waiting.
 
 Another integration that also emits OSC 133 marks (Ghostty's, kitty's …) may
 run beside it: the marks then come twice at the same places, which the host's
@@ -34,18 +44,32 @@ SHELL_NAMES = ("bash", "zsh", "fish")
 _BASH = r"""# mirror-host shell integration for bash: OSC 133 prompt marks (docs/operations.md).
 if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
     __mirror_host_marks=1
-    __mirror_host_a=$'\\[\e]133;P;k=i\a\\]'
-    __mirror_host_b=$'\\[\e]133;B\a\\]'
-    __mirror_host_c=$'\e]133;C\a'
+    # The host's nonce for these marks (docs/security.md): kept, not exported.
+    __mirror_host_mh=${MIRROR_HOST_MARK_NONCE-}
+    builtin unset MIRROR_HOST_MARK_NONCE
+    if [[ ${#__mirror_host_mh} -ge 16 && ${#__mirror_host_mh} -le 128 &&
+          $__mirror_host_mh != *[!0123456789abcdef]* ]]; then
+        __mirror_host_mh=";mh=$__mirror_host_mh"
+    else
+        __mirror_host_mh=
+    fi
+    builtin export -n __mirror_host_mh
+    # The prompt strings name the nonce, expanded as the prompt is drawn.
+    __mirror_host_a=$'\\[\e]133;P;k=i${__mirror_host_mh}\a\\]'
+    __mirror_host_b=$'\\[\e]133;B${__mirror_host_mh}\a\\]'
+    __mirror_host_c=$'\e]133;C${__mirror_host_mh}\a'
+    if (( BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4) )); then
+        __mirror_host_b=  # no PS0, so no C: never claim the prompt waits
+    fi
     __mirror_host_prompt_start() {
         local status=$?
-        builtin printf '\e]133;D;%s\a' "$status"
+        builtin printf '\e]133;D;%s%s\a' "$status" "$__mirror_host_mh"
         return "$status"
     }
     __mirror_host_prompt_end() {
         local status=$?
         PS1=${PS1//"$__mirror_host_a"/}
-        PS1=${PS1//"$__mirror_host_b"/}
+        [[ -z $__mirror_host_b ]] || PS1=${PS1//"$__mirror_host_b"/}
         PS1=$__mirror_host_a$PS1$__mirror_host_b
         [[ ${PS0-} == *"$__mirror_host_c"* ]] || PS0=${PS0-}$__mirror_host_c
         return "$status"
@@ -63,10 +87,21 @@ fi
 _ZSH = r"""# mirror-host shell integration for zsh: OSC 133 prompt marks (docs/operations.md).
 if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     typeset -g __mirror_host_marks=1
-    typeset -g __mirror_host_a=$'%{\e]133;P;k=i\a%}' __mirror_host_b=$'%{\e]133;B\a%}'
+    # The host's nonce for these marks (docs/security.md): kept, not exported.
+    typeset -g __mirror_host_mh=${MIRROR_HOST_MARK_NONCE-}
+    builtin unset MIRROR_HOST_MARK_NONCE
+    if [[ ${#__mirror_host_mh} -ge 16 && ${#__mirror_host_mh} -le 128 &&
+          $__mirror_host_mh != *[^0123456789abcdef]* ]]; then
+        __mirror_host_mh=";mh=$__mirror_host_mh"
+    else
+        __mirror_host_mh=
+    fi
+    typeset -g +x __mirror_host_mh
+    typeset -g __mirror_host_a=$'%{\e]133;P;k=i'$__mirror_host_mh$'\a%}'
+    typeset -g __mirror_host_b=$'%{\e]133;B'$__mirror_host_mh$'\a%}'
     __mirror_host_precmd() {
         local ret=$?
-        builtin print -rn -- $'\e]133;D;'"$ret"$'\a'
+        builtin print -rn -- $'\e]133;D;'"$ret$__mirror_host_mh"$'\a'
         PS1=${PS1//$__mirror_host_a/}
         PS1=${PS1//$__mirror_host_b/}
         PS1=$__mirror_host_a$PS1$__mirror_host_b
@@ -78,7 +113,7 @@ if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
         return $ret
     }
     __mirror_host_preexec() {
-        builtin print -rn -- $'\e]133;C\a'
+        builtin print -rn -- $'\e]133;C'"$__mirror_host_mh"$'\a'
     }
     typeset -ga precmd_functions preexec_functions
     precmd_functions+=(__mirror_host_precmd)
@@ -89,6 +124,13 @@ fi
 _FISH = r"""# mirror-host shell integration for fish: OSC 133 prompt marks (docs/operations.md).
 if status is-interactive; and not set -q __mirror_host_marks
     set -g __mirror_host_marks 1
+    # The host's nonce for these marks (docs/security.md): kept, not exported.
+    set -gu __mirror_host_mh ''
+    if set -q MIRROR_HOST_MARK_NONCE
+        and string match -qr '^[0-9a-f]{16,128}$' -- "$MIRROR_HOST_MARK_NONCE"
+        set -gu __mirror_host_mh ";mh=$MIRROR_HOST_MARK_NONCE"
+    end
+    set -eg MIRROR_HOST_MARK_NONCE
     function __mirror_host_return
         return $argv[1]
     end
@@ -100,18 +142,18 @@ if status is-interactive; and not set -q __mirror_host_marks
             functions -c fish_prompt __mirror_host_user_prompt
             function fish_prompt
                 set -l last_status $status
-                printf '\e]133;P;k=i\a'
+                printf '\e]133;P;k=i%s\a' "$__mirror_host_mh"
                 __mirror_host_return $last_status
                 __mirror_host_user_prompt
-                printf '\e]133;B\a'
+                printf '\e]133;B%s\a' "$__mirror_host_mh"
             end
         end
     end
     function __mirror_host_preexec --on-event fish_preexec
-        printf '\e]133;C\a'
+        printf '\e]133;C%s\a' "$__mirror_host_mh"
     end
     function __mirror_host_postexec --on-event fish_postexec
-        printf '\e]133;D;%s\a' $status
+        printf '\e]133;D;%s%s\a' $status "$__mirror_host_mh"
     end
 end
 """

@@ -17,15 +17,26 @@ there, and go on: the mark's position is then the emulator's own.
 :class:`PromptMarks` keeps what the marks say: after a ``B`` and no other mark
 since, the shell waits for a command line that starts where the ``B`` left the
 cursor.
+
+Marks are plain bytes that any program can print (``cat`` a file that holds
+them), so mirror-host's own integration signs its marks with a secret the
+host gave the shell when it started it (``133;B;mh=NONCE``, as VS Code does
+with its ``633`` marks; :mod:`mirror_host.shell.nonce`). A pane whose shell is
+known to hold the nonce takes only signed marks (:meth:`PromptMarks.expect`).
+libghostty ignores the extra parameter (tests/unit/test_shell_marks.py).
 """
 
 from __future__ import annotations
 
 import enum
+import hmac
 import re
 from dataclasses import dataclass
 
-__all__ = ["InputMark", "Mark", "MarkKind", "MarkScanner", "PromptMarks"]
+__all__ = ["NONCE_KEY", "InputMark", "Mark", "MarkKind", "MarkScanner", "PromptMarks"]
+
+#: The mark parameter that carries the nonce: ``133;B;mh=NONCE``.
+NONCE_KEY = "mh"
 
 
 class MarkKind(enum.Enum):
@@ -43,6 +54,15 @@ class Mark:
 
     kind: MarkKind
     params: tuple[str, ...] = ()
+
+    @property
+    def nonce(self) -> str | None:
+        """The ``mh=`` parameter: the nonce mirror-host's integration signs its marks with."""
+        prefix = NONCE_KEY + "="
+        for param in self.params:
+            if param.startswith(prefix):
+                return param[len(prefix) :]
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +191,33 @@ class PromptMarks:
         self.serial = 0
         self.last: Mark | None = None
         self._input: InputMark | None = None
+        self._nonce: str | None = None
+        self._signed_only = False
+
+    def expect(self, nonce: str, *, known: bool) -> None:
+        """The pane's shell signs its marks with ``nonce`` (``known``) or may do so.
+
+        Once the shell is known to sign (``known``, or a mark signed with
+        ``nonce`` was seen), every mark without that signature is ignored:
+        output cannot forge a prompt. Until then unsigned marks count, as they
+        do on a screen with no nonce at all.
+        """
+        self._nonce = nonce
+        self._signed_only = known
+
+    @property
+    def signed_only(self) -> bool:
+        """Whether only marks signed with the pane's nonce count."""
+        return self._signed_only
 
     def note(self, mark: Mark, x: int, y: int, before: str) -> None:
         """A mark was read with the cursor at ``(x, y)``; ``before`` is its row left of it."""
+        if self._nonce is not None:
+            nonce = mark.nonce
+            if nonce is not None and hmac.compare_digest(nonce.encode(), self._nonce.encode()):
+                self._signed_only = True
+            elif self._signed_only:
+                return  # printed by a program, or another integration's: not the shell's own
         self.serial += 1
         self.last = mark
         self._input = InputMark(x, y, before, self.serial) if mark.kind is MarkKind.INPUT else None

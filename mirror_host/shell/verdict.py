@@ -2,12 +2,17 @@
 
 A pane is ready for a phone's ``send`` exactly when all of this is proven:
 
-1. the foreground process group of its terminal is the shell itself: a shell
-   leads it (a job, an agent, any program the shell started runs in a group of
-   its own; what shares the shell's group are its own helpers, such as fish's
-   completion builder, which do not read the terminal);
+1. the foreground process group of its terminal is the pane's own shell: the
+   group's id is the pid of the pane's own process (the program the host
+   started for a local pane, tmux's ``pane_pid``), that process is alive and
+   leads the group, and it is bash, zsh or fish, the shells mirror-host has an
+   integration for. A job, an agent, a subshell, a shell started from the
+   pane's shell (``bash``, ``su``, ``sudo -s``) each run in a group of their
+   own; what may share the shell's group are its own helpers, such as fish's
+   completion builder, which do not read the terminal;
 2. the latest prompt mark is ``B`` (the command line started) with no ``C``
-   (a command runs) or any other mark since;
+   (a command runs) or any other mark since: on a screen whose shell signs
+   its marks, only marks with its nonce count (:mod:`mirror_host.shell.marks`);
 3. the command line after that mark is empty: the cursor is where the mark
    left it, the row still shows the same prompt left of it, and nothing follows
    it on the screen (a half-typed or recalled line is not empty).
@@ -26,17 +31,21 @@ import unicodedata
 from dataclasses import dataclass
 
 from mirror_host.agents import ForegroundProcess, identify_group
+from mirror_host.shell.integration import SHELL_NAMES
 from mirror_host.shell.marks import InputMark, PromptMarks
 
 __all__ = [
     "MAX_COMMAND_BYTES",
     "NOT_READY",
+    "SENDABLE_SHELLS",
     "SHELLS",
     "BUSY",
+    "PaneForeground",
     "ShellReading",
     "command_problem",
     "display_width",
     "fits",
+    "foreground_status",
     "is_shell",
     "read_shell",
     "send_options_problem",
@@ -48,12 +57,49 @@ MAX_COMMAND_BYTES = 65_536
 SHELLS = frozenset(
     {"bash", "zsh", "fish", "sh", "dash", "ash", "ksh", "ksh93", "mksh", "yash", "tcsh", "csh"}
 )
+#: The shells that can ever be ready: those with an integration that marks prompts
+#: (:data:`mirror_host.shell.integration.SHELL_NAMES`). In any other, a mark can only
+#: have been printed by a program.
+SENDABLE_SHELLS = frozenset(SHELL_NAMES)
 #: Refusal codes (nothing was written).
 BUSY = "SHELL_BUSY"
 NOT_READY = "SHELL_NOT_READY"
 
 #: C0 controls (tab, line breaks included), DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True, slots=True)
+class PaneForeground:
+    """What the operating system says runs in the foreground of a pane's terminal.
+
+    ``shell_pid`` is the pane's own process (the program the host started for a
+    local pane, tmux's ``pane_pid``); ``group`` the terminal's foreground
+    process group id; ``processes`` that group's members, its leader first if
+    it is alive. ``None`` (or no processes) where the OS would not say.
+    """
+
+    shell_pid: int | None
+    group: int | None
+    processes: tuple[ForegroundProcess, ...]
+
+    @property
+    def own_process(self) -> ForegroundProcess | None:
+        """The pane's own process, if it leads the foreground group and is alive."""
+        if not self.processes or self.shell_pid is None or self.group != self.shell_pid:
+            return None
+        leader = self.processes[0]
+        return leader if leader.pid == self.shell_pid else None
+
+    @property
+    def job(self) -> bool:
+        """Whether a group other than the pane's own process's is in the foreground."""
+        return (
+            self.shell_pid is not None
+            and self.group is not None
+            and self.group != self.shell_pid
+            and bool(self.processes)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +130,39 @@ def _refuse(code: str, message: str, status: str | None = None) -> ShellReading:
     return ShellReading(status=status, code=code, message=message)
 
 
+def foreground_status(foreground: PaneForeground) -> str | None:
+    """``running`` when the foreground proves a job or a program other than a shell runs."""
+    own = foreground.own_process
+    if foreground.job or (own is not None and not is_shell(own)):
+        return "running"
+    return None
+
+
+def _not_own_shell(foreground: PaneForeground) -> ShellReading:
+    """Why the pane's own shell does not hold the foreground (no agent runs there)."""
+    processes = foreground.processes
+    if not foreground.job:  # the pane's own process is gone, or the OS would not say
+        return _refuse(NOT_READY, "Host cannot tell what runs in this pane; nothing was sent.")
+    leader = processes[0]
+    if leader.pid != foreground.group:
+        what = "A job is running in this pane"  # its leader exited; its members run on
+    elif is_shell(leader):
+        what = (
+            f"Another shell ({leader.name.lstrip('-')}, started from the pane's own shell) "
+            "or a script it runs is in the foreground; commands from a phone run only in "
+            "the pane's own shell"
+        )
+    else:
+        what = f"{leader.name} is running in this pane"
+    return _refuse(
+        BUSY,
+        f"{what}; send again when the shell is back at its prompt. Nothing was sent.",
+        "running",
+    )
+
+
 def read_shell(
-    processes: tuple[ForegroundProcess, ...],
+    foreground: PaneForeground,
     marks: PromptMarks,
     *,
     line: str | None,
@@ -97,7 +174,8 @@ def read_shell(
     screen, or ``None`` when the mark's row no longer shows the prompt it was
     drawn after (scrolled, redrawn, or the alternate screen is up).
     """
-    if not processes:
+    processes = foreground.processes
+    if not processes or foreground.group is None or foreground.shell_pid is None:
         return _refuse(NOT_READY, "Host cannot tell what runs in this pane; nothing was sent.")
     found = identify_group(processes)
     if found is not None:
@@ -106,13 +184,22 @@ def read_shell(
             f"{found[0].display_name} runs in this pane: send it a prompt instead "
             "(its reply box); nothing was sent.",
         )
-    leader = processes[0]
+    leader = foreground.own_process
+    if leader is None:
+        return _not_own_shell(foreground)
     if not is_shell(leader):
         return _refuse(
             BUSY,
             f"{leader.name} is running in this pane; send again when the shell is back "
             "at its prompt. Nothing was sent.",
             "running",
+        )
+    name = leader.name.lstrip("-")
+    if name not in SENDABLE_SHELLS:
+        return _refuse(
+            NOT_READY,
+            f"{name} has no shell integration, so Host cannot verify an empty command line; "
+            "commands from a phone run only in bash, zsh and fish. Nothing was sent.",
         )
     if marks.running:
         return _refuse(
@@ -124,7 +211,6 @@ def read_shell(
     mark = marks.waiting
     if mark is None:
         if marks.last is None:
-            name = leader.name.lstrip("-")
             return _refuse(
                 NOT_READY,
                 "Host has not seen this shell mark its prompt, so it cannot verify an empty "

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import termios
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,9 @@ from mirror_host.panes.foreground import (
     parse_stat,
     process_group,
     terminal_foreground,
+    terminal_group,
 )
+from mirror_host.shell.verdict import PaneForeground
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -111,3 +114,63 @@ async def test_an_agent_script_in_the_group_is_recognised(tmp_path: Path) -> Non
         assert agent is Agent.CLAUDE and pid != process.pid  # the child, not the shell
     assert await process_group(999_999_999) == ()
     assert await process_group(0) == ()
+
+
+@contextmanager
+def group_with_an_exited_leader() -> Iterator[subprocess.Popen[bytes]]:
+    """A process group whose leader (``sh``) has exited, unreaped, leaving two ``sleep``."""
+    leader = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 30 & sleep 30 & exit 0"], start_new_session=True
+    )
+    try:
+        if hasattr(os, "waitid"):  # exited, and left a zombie (WNOWAIT)
+            os.waitid(os.P_PID, leader.pid, os.WEXITED | os.WNOWAIT)
+        else:  # pragma: no cover - macOS
+            time.sleep(1)
+        yield leader
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(timeout=10)
+
+
+@pytest.mark.parametrize("use_proc", MODES)
+async def test_a_group_whose_leader_exited_is_listed_without_it(use_proc: bool) -> None:
+    """The leader first only while it runs: not as a zombie still named ``sh``, not reaped."""
+    with group_with_an_exited_leader() as leader:
+        for _ in ("zombie", "reaped"):
+            with trio.fail_after(20):
+                while len(members := await process_group(leader.pid, use_proc=use_proc)) < 2:
+                    await trio.sleep(0.05)
+            assert [m.name for m in members] == ["sleep", "sleep"]
+            assert all(m.pid != leader.pid for m in members)
+            leader.wait(timeout=10)
+
+
+@pytest.mark.parametrize("use_proc", MODES)
+async def test_the_terminal_group_says_whether_the_shell_or_a_job_leads(use_proc: bool) -> None:
+    """A phone's ``send`` needs the group's id: the shell's own pid while the shell reads
+    (a builtin ``read``), a job's own while job control runs it (``set -m``)."""
+    with pty_shell("read line; set -m; sleep 30; true") as (master, process):
+        with trio.fail_after(20):
+            while (found := await terminal_group(process.pid, use_proc=use_proc))[0] is None:
+                await trio.sleep(0.05)
+        group, members = found
+        assert group == process.pid and members[0].pid == process.pid
+        foreground = PaneForeground(shell_pid=process.pid, group=group, processes=members)
+        assert foreground.own_process == members[0] and not foreground.job
+
+        os.write(master, b"\n")  # the shell starts `sleep` in a group of its own
+        with trio.fail_after(20):
+            while (found := await terminal_group(process.pid, use_proc=use_proc))[0] in (
+                None,
+                process.pid,
+            ) or not found[1]:
+                await trio.sleep(0.05)
+        group, members = found
+        try:
+            assert [m.name for m in members] == ["sleep"] and members[0].pid == group
+            foreground = PaneForeground(shell_pid=process.pid, group=group, processes=members)
+            assert foreground.own_process is None and foreground.job
+        finally:
+            os.killpg(group, signal.SIGKILL)  # the job's group is not the shell's
+    assert await terminal_group(999_999_999, use_proc=use_proc) == (None, ())

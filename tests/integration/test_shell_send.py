@@ -35,6 +35,7 @@ from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
 from mirror_host.panes.tmux import TmuxSource
+from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, started_with_nonce
 from mirror_host.terminal import Screen
 from mirror_host.wire import ControlPacket, TextFramePacket, encode_packet
 from tests.integration.agent_helpers import command
@@ -57,6 +58,9 @@ class ShellRig:
     type: Callable[[bytes], Awaitable[None]]
     screen: Callable[[], Screen | None]
     advance: Callable[[], Awaitable[None]]
+    tmux_source: TmuxSource | None = None
+    tmux_server: TmuxServer | None = None
+    local_source: LocalSource | None = None
 
 
 def quiet_env(home: Path) -> dict[str, str]:
@@ -66,16 +70,21 @@ def quiet_env(home: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def local_rig(
-    state_dir: Path, shell_command: str, *, shell_send: bool = True
+    state_dir: Path,
+    shell_command: str,
+    *,
+    shell_send: bool = True,
+    env: dict[str, str] | None = None,
+    backend: type[LocalCommands] = LocalCommands,
 ) -> AsyncIterator[ShellRig]:
     """A local pane running ``shell_command`` (the host adds its integration)."""
     home = state_dir / "home"
     home.mkdir(exist_ok=True)
     source = LocalSource(
-        [shell_command], columns=100, rows=30, cwd=str(state_dir), env=quiet_env(home),
-        shell_integration=shell_send,
+        [shell_command], columns=100, rows=30, cwd=str(state_dir),
+        env={**quiet_env(home), **(env or {})}, shell_integration=shell_send,
     )  # fmt: skip
-    commands = LocalCommands(source, profiles=(), shell_send=shell_send)
+    commands = backend(source, profiles=(), shell_send=shell_send)
     async with trio.open_nursery() as nursery:
         host: Host = await nursery.start(
             lambda task_status: run_host(
@@ -99,7 +108,7 @@ async def local_rig(
         try:
             yield ShellRig(
                 host, pane, state_dir / "out.txt", type_keys,
-                lambda: source.pane(pane).screen, advance,
+                lambda: source.pane(pane).screen, advance, local_source=source,
             )  # fmt: skip
         finally:
             nursery.cancel_scope.cancel()
@@ -113,15 +122,22 @@ def shell_init_rc(state_dir: Path) -> Path:
     return rc
 
 
+def shell_init_bash(state_dir: Path) -> str:
+    """bash set up with ``mirror-host shell-init bash``, as a tmux pane's command."""
+    return f"bash --noprofile --rcfile {shlex.quote(str(shell_init_rc(state_dir)))}"
+
+
 @asynccontextmanager
-async def tmux_rig(state_dir: Path) -> AsyncIterator[ShellRig]:
-    """A tmux pane whose bash loads ``mirror-host shell-init bash``."""
+async def tmux_rig(state_dir: Path, command: str | None = None) -> AsyncIterator[ShellRig]:
+    """A tmux pane running ``command``: by default bash with ``mirror-host shell-init bash``.
+
+    The server and the pane start before the host follows them.
+    """
     server = TmuxServer(state_dir)
     server.env["HOME"] = str(state_dir)
     server.start()
-    rc = shell_init_rc(state_dir)
     server.tmux("new-session", "-d", "-s", "shell", "-x", "100", "-y", "30", "-c", str(state_dir),
-                f"bash --noprofile --rcfile {shlex.quote(str(rc))}")  # fmt: skip
+                command or shell_init_bash(state_dir))  # fmt: skip
     target = "shell:0.0"
     source = TmuxSource(socket_name=server.name)
     commands = TmuxCommands(source, profiles=())
@@ -155,7 +171,7 @@ async def tmux_rig(state_dir: Path) -> AsyncIterator[ShellRig]:
             try:
                 yield ShellRig(
                     host, pane, state_dir / "out.txt", type_keys,
-                    lambda: source.pane_screen(pane), advance,
+                    lambda: source.pane_screen(pane), advance, source, server,
                 )  # fmt: skip
             finally:
                 nursery.cancel_scope.cancel()
@@ -416,3 +432,222 @@ async def test_doubled_marks_from_another_integration(state_dir: Path) -> None:
         assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
         await file_reads(setup.out, "doubled-42\n")
         await status_becomes(phone, sub, setup, "idle")
+
+
+# ---------------------------------------------------------------- prompts drawn by programs
+
+#: A prompt drawn by a program rather than the shell: bytes any output can carry.
+FORGED = r"\e]133;D\a\e]133;A\a\e]133;B\a"
+
+
+async def line_starting(setup: ShellRig, start: str, *, timeout: float = 10) -> None:
+    """Wait until a row of the screen starts with ``start`` (output, not the typed command)."""
+    with trio.fail_after(timeout):
+        while True:
+            screen = setup.screen()
+            rows = screen.active_text().split("\n") if screen is not None else []
+            if any(row.startswith(start) for row in rows):
+                return
+            await trio.sleep(0.02)
+
+
+async def refused(phone: MirrorClient, sub: UUID, setup: ShellRig, code: str) -> str:
+    """The pane is not idle and a ``send`` is refused with ``code``; the refusal's message."""
+    item = await item_for(phone, sub, setup.pane)
+    assert item["task"].get("status") != "idle"
+    result = await command(phone, send_command(setup.pane, "echo typed"), sub=sub)
+    assert (result["ok"], result["error"]["code"]) == (False, code), result
+    return str(result["error"]["message"])
+
+
+async def read_gets_nothing(setup: ShellRig, got: Path) -> None:
+    """End the waiting ``read`` with an empty line: it read nothing the phone sent."""
+    await setup.type(b"\r")
+    await file_reads(got, "got:\n")
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["local", pytest.param("tmux", marks=pytest.mark.skipif(not HAS_TMUX, reason="no tmux"))],
+)
+async def test_a_job_forging_a_prompt_gets_nothing_typed(state_dir: Path, where: str) -> None:
+    """A job the shell started (a shell itself, here) prints a prompt and waits in ``read``:
+    its group is not the pane's own shell's, so no prompt it draws counts."""
+    got = state_dir / "got.txt"
+    rig = (
+        local_rig(state_dir, "bash --norc --noprofile") if where == "local" else tmux_rig(state_dir)
+    )
+    async with rig as setup, phone_on(setup) as (phone, sub, _):
+        if where == "tmux":
+            await setup.advance()
+        await status_becomes(phone, sub, setup, "idle")
+        job = f"""bash -c 'printf "forged> {FORGED}"; read x; echo "got:$x" > {got}'"""
+        await setup.type(job.encode() + b"\r")
+        await line_starting(setup, "forged>")
+        await status_becomes(phone, sub, setup, "running")
+        assert "Another shell" in await refused(phone, sub, setup, "SHELL_BUSY")
+        await read_gets_nothing(setup, got)
+        await status_becomes(phone, sub, setup, "idle")
+
+
+async def test_marks_printed_before_the_shells_own_read_are_ignored(state_dir: Path) -> None:
+    """The pane's own bash in its builtin ``read`` right after output that draws a prompt:
+    the printed marks lack the pane's nonce, so the shell's own ``C`` still stands."""
+    got = state_dir / "got.txt"
+    async with local_rig(state_dir, "bash --norc --noprofile") as setup:
+        async with phone_on(setup) as (phone, sub, _):
+            await status_becomes(phone, sub, setup, "idle")
+            screen = setup.screen()
+            assert screen is not None and screen.prompt.signed_only
+            await setup.type(
+                f"""printf 'forged> {FORGED}'; read x; echo "got:$x" > {got}\r""".encode()
+            )
+            await line_starting(setup, "forged>")
+            await status_becomes(phone, sub, setup, "running")
+            assert "command is running" in await refused(phone, sub, setup, "SHELL_BUSY")
+            await read_gets_nothing(setup, got)
+            await status_becomes(phone, sub, setup, "idle")
+
+
+def dash_with_marks(state_dir: Path) -> Path:
+    """A start-up file (dash reads ``$ENV``) whose prompt carries OSC 133 marks."""
+    rc = state_dir / "dashrc"
+    rc.write_text("PS1=$(printf '\\033]133;P;k=i\\007dash> \\033]133;B\\007')\n")
+    return rc
+
+
+@pytest.mark.parametrize(
+    ("where", "shell"),
+    [
+        ("local", "sh"),
+        pytest.param("local", "dash", marks=pytest.mark.skipif(not shutil.which("dash"), reason="no dash")),
+        pytest.param("tmux", "dash", marks=pytest.mark.skipif(
+            not (HAS_TMUX and shutil.which("dash")), reason="no tmux or dash")),
+    ],
+)  # fmt: skip
+async def test_sh_and_dash_panes_are_never_idle(state_dir: Path, where: str, shell: str) -> None:
+    """Shells without an integration: any mark in them was printed, so they are never idle."""
+    rc = dash_with_marks(state_dir)
+    if where == "local":
+        rig = local_rig(state_dir, f"exec {shell} -i", env={"ENV": str(rc)})
+    else:
+        rig = tmux_rig(state_dir, f"exec env ENV={shlex.quote(str(rc))} {shell} -i")
+    async with rig as setup, phone_on(setup) as (phone, sub, _):
+        await setup.advance()
+        await line_starting(setup, "dash>")
+        screen = setup.screen()
+        assert screen is not None
+        if where == "tmux":  # started before the host: its unsigned marks are read …
+            with trio.fail_after(10):
+                while screen.prompt.waiting is None or command_line(screen) != "":
+                    await trio.sleep(0.02)
+        # … and still it is not idle, and gets nothing typed.
+        assert "no shell integration" in await refused(phone, sub, setup, "SHELL_NOT_READY")
+        await trio.sleep(0.3)
+        assert "typed" not in screen.active_text()
+
+
+@pytest.mark.skipif(not HAS_TMUX, reason="tmux is not installed")
+async def test_tmux_shells_started_after_the_host_sign_their_marks(state_dir: Path) -> None:
+    """The host hands tmux's new shells a nonce; their screens take only signed marks."""
+    got = state_dir / "got.txt"
+    async with tmux_rig(state_dir) as setup:
+        server, source = setup.tmux_server, setup.tmux_source
+        assert server is not None and source is not None
+        name, _, nonce = (
+            server.tmux("show-environment", "-g", NONCE_VARIABLE).strip().partition("=")
+        )
+        assert name == NONCE_VARIABLE and is_nonce(nonce)
+        first = setup.screen()  # started before the host: it has no nonce (docs/security.md)
+        assert first is not None and not first.prompt.signed_only
+
+        server.tmux("new-window", "-d", "-t", "shell:", "-n", "signed", shell_init_bash(state_dir))
+        with trio.fail_after(10):
+            while True:
+                found = [p for p, row in source.pane_rows() if row.window_name == "signed"]
+                if found and source.pane_screen(found[0]) is not None:
+                    break
+                await trio.sleep(0.02)
+        pane = found[0]
+
+        async def type_keys(data: bytes) -> None:
+            hex_bytes = (f"{b:02x}" for b in data)
+            await trio.to_thread.run_sync(
+                server.tmux, "send-keys", "-t", "shell:signed", "-H", *hex_bytes
+            )
+
+        async def advance() -> None:
+            await type_keys(b"\r")
+
+        signed = ShellRig(
+            setup.host, pane, setup.out, type_keys, lambda: source.pane_screen(pane), advance
+        )
+        async with phone_on(signed) as (phone, sub, _):
+            screen = signed.screen()
+            assert screen is not None and screen.prompt.signed_only
+            await signed.advance()
+            await status_becomes(phone, sub, signed, "idle")
+            text = appends(signed, "signed")
+            assert await command(phone, send_command(pane, text), sub=sub) == ran(text)
+            await file_reads(signed.out, "signed-42\n")
+
+            await status_becomes(phone, sub, signed, "idle")
+            await signed.type(
+                f"""printf 'forged> {FORGED}'; read x; echo "got:$x" > {got}\r""".encode()
+            )
+            await line_starting(signed, "forged>")
+            await status_becomes(phone, sub, signed, "running")
+            await refused(phone, sub, signed, "SHELL_BUSY")
+            await read_gets_nothing(signed, got)
+            await status_becomes(phone, sub, signed, "idle")
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        pytest.param(name, marks=pytest.mark.skipif(not shutil.which(name), reason=f"no {name}"))
+        for name in ("bash", "zsh", "fish")
+    ],
+)
+async def test_the_nonce_stays_in_the_shell(state_dir: Path, shell: str) -> None:
+    """The integration keeps the pane's nonce from the programs the shell starts."""
+    env_file = state_dir / "env.txt"
+    async with local_rig(state_dir, f"{shell} -i") as setup, phone_on(setup) as (phone, sub, _):
+        assert setup.local_source is not None
+        nonce = started_with_nonce(setup.local_source.pane(setup.pane).pid)
+        assert nonce is not None  # the host started the shell with one …
+        await status_becomes(phone, sub, setup, "idle")  # … and it signs its marks with it
+        # bash's prompt strings name the nonce, so exporting them gives nothing away.
+        text = f"{'export PS1 PS0; ' if shell == 'bash' else ''}env > {env_file}"
+        assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
+        await status_becomes(phone, sub, setup, "idle")
+        inherited = env_file.read_text()
+        assert "PATH=" in inherited
+        assert NONCE_VARIABLE not in inherited and nonce not in inherited
+
+
+class _Unadvertised(LocalCommands):
+    """A backend that could run command lines but does not offer ``shell-send``."""
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return tuple(name for name in super().capabilities if name != "shell-send")
+
+
+async def test_send_is_refused_where_shell_send_is_not_advertised(state_dir: Path) -> None:
+    async with local_rig(state_dir, "bash --norc --noprofile", backend=_Unadvertised) as setup:
+        async with phone_on(setup) as (phone, sub, capabilities):
+            assert "shell-send" not in capabilities
+            with trio.fail_after(10):  # the shell waits at its prompt: the backend would run it
+                while (screen := setup.screen()) is None or screen.prompt.waiting is None:
+                    await trio.sleep(0.02)
+            await line_shows(setup, "")
+            result = await command(phone, send_command(setup.pane, appends(setup, "x")), sub=sub)
+            assert result["error"] == {
+                "code": "REMOTE_COMMAND_REJECTED",
+                "message": "Host cannot verify an empty shell command line. "
+                "Use an Agent Profile or control the shell on Host.",
+            }
+            await trio.sleep(0.3)
+            await line_shows(setup, "")
+            assert not setup.out.exists()

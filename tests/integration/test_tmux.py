@@ -20,6 +20,7 @@ from mirror_host.client.client import MirrorClient, login
 from mirror_host.errors import PaneSourceError
 from mirror_host.host.server import Host
 from mirror_host.panes.tmux import TmuxSource
+from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, started_with_nonce
 from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.conftest import paired, port_of, running_host
@@ -383,3 +384,56 @@ async def _absent_servers(state_dir: Path, caplog: pytest.LogCaptureFixture) -> 
             assert (health["kind"], health["state"]) == ("tmux", "unreachable")
             assert expected in health["detail"] and "retrying" in health["detail"]
         assert expected in caplog.text
+
+
+def _global_nonce(server: TmuxServer) -> str | None:
+    """``MIRROR_HOST_MARK_NONCE`` in the server's global environment, if set."""
+    try:
+        shown = server.tmux("show-environment", "-g", NONCE_VARIABLE).strip()
+    except subprocess.CalledProcessError:
+        return None  # tmux: unknown variable
+    name, _, value = shown.partition("=")
+    return value if name == NONCE_VARIABLE else None
+
+
+async def _listed_once(source: TmuxSource) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(10):
+            await source.wait_listed()
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("before", "kept"),
+    [(None, False), ("0123456789abcdef" * 2, True), ("not-a-nonce", False)],
+    ids=["unset", "valid", "invalid"],
+)
+async def test_the_source_hands_tmux_one_nonce_and_keeps_a_valid_one(
+    tmux_server: TmuxServer, before: str | None, kept: bool
+) -> None:
+    """New shells get a nonce from the server's global environment (docs/security.md)."""
+    if before is not None:
+        tmux_server.tmux("set-environment", "-g", NONCE_VARIABLE, before)
+    await _listed_once(TmuxSource(socket_name=tmux_server.name))
+    handed = _global_nonce(tmux_server)
+    assert handed is not None and is_nonce(handed)
+    assert (handed == before) is kept
+    # A second host on the same server keeps it: shells started with it still count.
+    await _listed_once(TmuxSource(socket_name=tmux_server.name))
+    assert _global_nonce(tmux_server) == handed
+    if not os.path.exists("/proc/self/environ"):
+        return  # where the OS keeps no initial environment, the first signed mark tells
+    # And a shell tmux starts from now on is started with it.
+    tmux_server.tmux("new-window", "-d", "-t", "work:", "-n", "after", "sleep 60")
+    pid = int(tmux_server.tmux("display-message", "-p", "-t", "work:after", "#{pane_pid}"))
+    with trio.fail_after(10):
+        while started_with_nonce(pid) != handed:  # until tmux's child has exec'd
+            await trio.sleep(0.02)
+
+
+@pytest.mark.slow
+async def test_without_signed_marks_tmux_gets_no_nonce(tmux_server: TmuxServer) -> None:
+    await _listed_once(TmuxSource(socket_name=tmux_server.name, sign_marks=False))
+    assert _global_nonce(tmux_server) is None

@@ -18,6 +18,7 @@ from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.shell_input import deliver_command
 from mirror_host.control import SendCommand
 from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 
 #: The host's own timing: every test runs on Trio's virtual clock (``autojump_clock``),
@@ -45,6 +46,12 @@ class ScriptedShell:
         if self.gone:
             raise PaneNotFound("gone")
         return self.processes
+
+    async def shell_foreground(self, pane_id: object) -> PaneForeground:
+        """The pane's own process is the bash; the foreground group is whatever leads now."""
+        processes = await self.foreground(pane_id)
+        group = processes[0].pid if processes else None
+        return PaneForeground(shell_pid=BASH.pid, group=group, processes=processes)
 
     async def screen(self, pane_id: object) -> Screen:
         if self.gone:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from mirror_host.config import Layer, build_config, render_toml
 from mirror_host.errors import ConfigError
 from mirror_host.shell.inject import ShellIntegration, plain_shell
 from mirror_host.shell.integration import SHELL_NAMES, snippet
+from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
 
 
 @pytest.mark.parametrize(
@@ -113,3 +116,50 @@ def test_shell_init_prints_the_snippet(
     with pytest.raises(SystemExit) as exit_info:
         main(["shell-init", "powershell"])
     assert exit_info.value.code == 2
+
+
+def test_every_snippet_signs_its_marks_with_the_nonce_it_is_given() -> None:
+    for shell in SHELL_NAMES:
+        text = snippet(shell)
+        assert NONCE_VARIABLE in text and "mh=" in text and "__mirror_host_mh" in text
+    # bash names the nonce in its prompt strings (often exported), never copies it there.
+    assert "${__mirror_host_mh}" in snippet("bash")
+
+
+def test_nonces(tmp_path: Path) -> None:
+    assert is_nonce(new_nonce()) and new_nonce() != new_nonce() and len(new_nonce()) == 32
+    for bad in (
+        "",
+        "abc",
+        "0123456789ABCDEF",
+        "0123456789abcdeg",
+        "$(rm -rf ~)0123456789",
+        "a" * 129,
+    ):
+        assert not is_nonce(bad)
+    proc = tmp_path / "proc"
+    (proc / "7").mkdir(parents=True)
+    (proc / "7" / "environ").write_bytes(
+        b"HOME=/h\0" + NONCE_VARIABLE.encode() + b"=" + b"ab" * 16 + b"\0TERM=x\0"
+    )
+    assert started_with_nonce(7, proc=proc) == "ab" * 16
+    (proc / "7" / "environ").write_bytes(NONCE_VARIABLE.encode() + b"=$(evil)\0")
+    assert started_with_nonce(7, proc=proc) is None
+    assert started_with_nonce(8, proc=proc) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="no /proc")
+def test_a_process_started_with_a_nonce_is_known_by_it() -> None:
+    nonce = new_nonce()
+    env = {**os.environ, NONCE_VARIABLE: nonce}
+    with subprocess.Popen(["sleep", "30"], env=env) as child:
+        try:
+            assert started_with_nonce(child.pid) == nonce
+        finally:
+            child.kill()
+    without = {k: v for k, v in os.environ.items() if k != NONCE_VARIABLE}
+    with subprocess.Popen(["sleep", "30"], env=without) as child:
+        try:
+            assert started_with_nonce(child.pid) is None
+        finally:
+            child.kill()

@@ -11,10 +11,12 @@ from mirror_host.shell.marks import Mark, MarkKind, MarkScanner, PromptMarks, pa
 from mirror_host.shell.verdict import (
     BUSY,
     NOT_READY,
+    PaneForeground,
     ShellReading,
     command_problem,
     display_width,
     fits,
+    foreground_status,
     read_shell,
     send_options_problem,
 )
@@ -124,8 +126,16 @@ def screen_at_prompt(typed: bytes = b"") -> Screen:
     return screen
 
 
+def in_front(*processes: ForegroundProcess, shell: int = BASH.pid) -> PaneForeground:
+    """A pane whose own process is ``shell`` and whose foreground group ``processes`` lead."""
+    group = processes[0].pid if processes else None
+    return PaneForeground(shell_pid=shell, group=group, processes=processes)
+
+
 def verdict(screen: Screen, processes: tuple[ForegroundProcess, ...] = (BASH,)) -> ShellReading:
-    return read_shell(processes, screen.prompt, line=command_line(screen), cursor=screen.cursor)
+    return read_shell(
+        in_front(*processes), screen.prompt, line=command_line(screen), cursor=screen.cursor
+    )
 
 
 def test_an_empty_prompt_is_idle_and_ready() -> None:
@@ -220,3 +230,131 @@ def test_a_command_must_fit_on_the_screen_after_the_prompt() -> None:
     assert fits("x" * (30 * 5 - 3), mark, 30, 5)
     assert not fits("x" * (30 * 5 - 2), mark, 30, 5)
     assert not fits("日" * 74, mark, 30, 5)
+
+
+# ---------------------------------------------------------------- signed marks
+
+NONCE = "0123456789abcdef0123456789abcdef"
+
+
+def signed(body: bytes, nonce: str = NONCE) -> bytes:
+    return b"\x1b]" + body + b";mh=" + nonce.encode() + b"\x07"
+
+
+def test_a_marks_nonce_is_its_mh_parameter() -> None:
+    assert parse_mark(b"133;B;mh=" + NONCE.encode()) == Mark(MarkKind.INPUT, ("mh=" + NONCE,))
+    assert Mark(MarkKind.INPUT, ("mh=" + NONCE,)).nonce == NONCE
+    assert Mark(MarkKind.DONE, ("0", "mh=abc")).nonce == "abc"
+    assert Mark(MarkKind.PROMPT, ("k=i",)).nonce is None
+
+
+def test_libghostty_reads_signed_marks_as_it_reads_plain_ones() -> None:
+    """The nonce parameter changes nothing libghostty does: screen, cursor, mark positions."""
+    session = [
+        (b"foo", b""),  # output that does not end its line: the prompt starts mid-line
+        (b"133;D;0", b""),
+        (b"133;P;k=i", b"host \xe6\x97\xa5$ "),
+        (b"133;B", b"make"),
+        (b"133;C", b"\r\nbuilt\r\n"),
+        (b"133;D;2", b""),
+        (b"133;P;k=i", b"\x1b[31mhost\x1b[0m$ "),
+        (b"133;B", b""),
+    ]
+    plain, marked = Screen(30, 6), Screen(30, 6)
+    marked.prompt.expect(NONCE, known=True)
+    for body, after in session:
+        plain.feed(b"\x1b]" + body + b"\x07" + after)
+        marked.feed(signed(body) + after)
+        assert marked.cursor == plain.cursor and marked.vt_frame() == plain.vt_frame()
+        assert marked.active_text() == plain.active_text()
+        assert marked.prompt.waiting == plain.prompt.waiting
+        assert marked.prompt.running == plain.prompt.running
+    assert marked.prompt.waiting is not None and marked.cursor == (6, 2)
+
+
+def test_a_screen_whose_shell_signs_ignores_marks_without_its_nonce() -> None:
+    screen = Screen(40, 6)
+    screen.prompt.expect(NONCE, known=True)
+    assert screen.prompt.signed_only
+    # Unsigned marks (no shell drew them) never open a prompt.
+    screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07")
+    assert screen.prompt.waiting is None and screen.prompt.last is None
+    screen.feed(b"\r\n" + signed(b"133;P;k=i") + b"$ " + signed(b"133;B"))
+    assert screen.prompt.waiting is not None
+    # The shell's own C, then a program prints a prompt and reads: still running.
+    screen.feed(b"read x\r\n" + signed(b"133;C") + b"forged\x1b]133;D\x07\x1b]133;A\x07")
+    screen.feed(b"> \x1b]133;B\x07" + signed(b"133;B", "f" * 32))  # another nonce: not ours
+    assert screen.prompt.running and screen.prompt.waiting is None
+    reading = verdict(screen)
+    assert (reading.status, reading.code) == ("running", BUSY)
+    # Without the nonce (a shell that does not sign), the forgery would have counted.
+    unsigned = Screen(40, 6)
+    unsigned.feed(b"\x1b]133;C\x07forged\x1b]133;D\x07\x1b]133;A\x07> \x1b]133;B\x07")
+    assert verdict(unsigned).ready
+
+
+def test_a_screen_that_may_sign_takes_unsigned_marks_until_a_signed_one() -> None:
+    """A tmux shell started before the host handed out its nonce signs nothing."""
+    screen = Screen(40, 6)
+    screen.prompt.expect(NONCE, known=False)
+    screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07")
+    assert not screen.prompt.signed_only and screen.prompt.waiting is not None
+    screen.feed(b"ls\r\n" + signed(b"133;C"))
+    assert screen.prompt.signed_only and screen.prompt.running
+    screen.feed(b"\x1b]133;D\x07\x1b]133;A\x07$ \x1b]133;B\x07")
+    assert screen.prompt.running and screen.prompt.waiting is None
+
+
+# ---------------------------------------------------------------- the pane's own shell
+
+SHELL_PANE = 10  # BASH.pid: the process the host started in the pane
+
+
+def test_the_foreground_must_be_the_panes_own_shell() -> None:
+    """Groups that are not the pane's shell, crafted as /proc would list them."""
+    screen = screen_at_prompt()  # a prompt with nothing typed, as a forged one would look
+    inner = ForegroundProcess(pid=21, name="bash", argv=("bash", "-c", "sleep 5; true"))
+    sleep = ForegroundProcess(pid=22, name="sleep", argv=("sleep", "5"))
+    subshell = ForegroundProcess(pid=20, name="bash", argv=("bash",))
+    root = ForegroundProcess(pid=30, name="bash", argv=("bash",))
+    helper = ForegroundProcess(pid=12, name="fish", argv=("fish", "-c", "update"))
+    cases = [
+        # The reviewer's case: the job's leader (20) exited, its members run on.
+        (PaneForeground(SHELL_PANE, 20, (inner, sleep)), "running", BUSY),
+        # A subshell, `bash deploy.sh`, `sh -c …`: a shell leads a job of the pane's shell.
+        (PaneForeground(SHELL_PANE, 20, (subshell,)), "running", BUSY),
+        # A root shell reached with `sudo -s` / `su`.
+        (PaneForeground(SHELL_PANE, 30, (root,)), "running", BUSY),
+        # The pane's own group, but its leader (the pane's shell) is gone.
+        (PaneForeground(SHELL_PANE, SHELL_PANE, (helper,)), None, NOT_READY),
+        # A shell that is not the pane's, with the pane's pid unknown or the group unknown.
+        (PaneForeground(None, 20, (subshell,)), None, NOT_READY),
+        (PaneForeground(SHELL_PANE, None, ()), None, NOT_READY),
+    ]
+    for foreground, status, code in cases:
+        reading = read_shell(foreground, screen.prompt, line="", cursor=screen.cursor)
+        assert (reading.status, reading.code, reading.ready) == (status, code, False), foreground
+    assert (
+        "Another shell (bash"
+        in read_shell(cases[1][0], screen.prompt, line="", cursor=screen.cursor).message
+    )
+    # Only the pane's own shell, leading its own group (helpers may share it), is ready.
+    own = PaneForeground(SHELL_PANE, SHELL_PANE, (BASH, helper))
+    assert read_shell(own, screen.prompt, line="", cursor=screen.cursor).ready
+    # `list` without a screen proves a job from the foreground alone.
+    assert foreground_status(cases[0][0]) == "running"
+    assert foreground_status(own) is None
+    htop = ForegroundProcess(pid=SHELL_PANE, name="htop", argv=("htop",))
+    assert foreground_status(PaneForeground(SHELL_PANE, SHELL_PANE, (htop,))) == "running"
+
+
+@pytest.mark.parametrize("name", ["sh", "dash", "-sh", "ksh", "mksh", "ash", "tcsh", "yash"])
+def test_only_bash_zsh_and_fish_can_be_idle(name: str) -> None:
+    """Shells without an integration: a mark in them can only have been printed."""
+    shell = ForegroundProcess(pid=SHELL_PANE, name=name, argv=(name,))
+    reading = verdict(screen_at_prompt(), (shell,))
+    assert (reading.status, reading.code) == (None, NOT_READY)
+    assert "no shell integration" in reading.message
+    for sendable in ("bash", "-bash", "zsh", "fish"):
+        process = ForegroundProcess(pid=SHELL_PANE, name=sendable, argv=(sendable,))
+        assert verdict(screen_at_prompt(), (process,)).ready
