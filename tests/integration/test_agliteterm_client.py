@@ -15,6 +15,7 @@ from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.protocol import InputIncomplete
 from mirror_host.panes.agliteterm.transport import UnixSocketTransport
 from mirror_host.panes.lines import LineSplitter
+from tests.fakes.agliteterm_fake import FakeAgliteterm
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -181,3 +182,30 @@ async def test_lanes_do_not_wait_for_each_other(state_dir: Path) -> None:
                 assert await client.call("tree", lane="discovery") == "tree"
             release.set()
         await client.aclose()
+
+
+async def test_a_mutation_cut_off_after_it_was_sent_is_not_sent_again(state_dir: Path) -> None:
+    # `create`'s session.new on a kept connection that agliteterm (or its relay)
+    # cut after carrying it out: sent again, it would make a second session.
+    fake = FakeAgliteterm(state_dir / "aglite.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(fake.serve)
+        fake.add_workspace("w")
+        client = AgliteClient(UnixSocketTransport(Path(fake.socket_path)))
+        assert await client.call("ping", lane="commands") == fake.version  # the kept connection
+        fake.drop_reply("session.new")
+        with pytest.raises(PaneSourceUnavailable, match="session.new"):
+            await client.call(
+                "session.new", args={"workspace": "0", "command": "exec sleep 60"}, lane="commands"
+            )
+        assert len(fake.requests_for("session.new")) == 1
+        assert len(fake.sessions) == 1
+        # A read cut off the same way on a kept connection is simply asked again.
+        assert await client.call("ping", lane="commands") == fake.version
+        fake.drop_reply("tree")
+        tree = await client.call("tree", lane="commands")
+        assert len(tree["workspaces"][0]["sessions"]) == 1
+        assert len(fake.requests_for("tree")) == 2
+        await client.aclose()
+        await fake.stop()
+        nursery.cancel_scope.cancel()

@@ -16,8 +16,11 @@ next request. Hence:
   once with :class:`PaneSourceUnavailable`;
 * a kept connection whose peer has closed (agliteterm or its relay
   restarted) is replaced before use, and one that breaks in use is tried
-  once more on a new connection when that cannot repeat anything: a read, or
-  input that never left.
+  once more on a new connection when that cannot repeat anything: a request
+  that never left, or one of the pure reads (:data:`READ_VERBS`). Anything
+  else (input, ``session.new``, ``session.close``, …) may have been carried
+  out before the connection broke, so it fails rather than risk doing it
+  twice.
 
 Requests are counted per verb and target, which is how tests and the
 benchmarks see that an unwatched pane is never read.
@@ -40,15 +43,20 @@ from mirror_host.panes.agliteterm.transport import Transport
 from mirror_host.panes.herdr.client import LineReader
 from mirror_host.streams import STREAM_GONE
 
-__all__ = ["DEFAULT_TIMEOUT", "AgliteClient"]
+__all__ = ["DEFAULT_TIMEOUT", "READ_VERBS", "AgliteClient"]
 
 logger = logging.getLogger(__name__)
 
 #: A call's deadline unless it names its own.
 DEFAULT_TIMEOUT = 5.0
 _FIRST_BACKOFF = 0.25
-#: Verbs that write to a pane: never sent twice unless certainly not sent once.
-_INPUT_VERBS = frozenset({"session.type", "session.paste", "session.write"})
+#: The verbs that only read (the control API's read-only probes and reads):
+#: the only ones sent again after a connection broke once they had left.
+#: Every other verb changes something and is never sent twice unless
+#: certainly not sent once.
+READ_VERBS = frozenset(
+    {"ping", "tree", "events", "window.list", "session.text", "session.metrics", "surface.cursor"}
+)
 _MAX_BACKOFF = 10.0
 
 
@@ -151,7 +159,7 @@ class AgliteClient:
         A kept connection whose peer has closed (agliteterm or the relay
         restarted) is noticed before use. If it breaks in use anyway, the request
         is sent again on a new connection when that cannot repeat anything: a
-        read, or input that was never written to the connection.
+        read, or a request that was never written to the connection.
         """
         if lane.stream is not None and _closed_by_peer(lane.stream):
             await lane.discard()
@@ -174,7 +182,7 @@ class AgliteClient:
             if reply is not None:
                 return reply
             await lane.discard()
-            if reused and (not sent or cmd not in _INPUT_VERBS):
+            if reused and (not sent or cmd in READ_VERBS):
                 reused = False
                 continue
             if fresh:
