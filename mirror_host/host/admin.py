@@ -99,6 +99,14 @@ def _socket_problem(path: Path, exc: OSError) -> AdminSocketError:
 
 
 def _clear_stale_socket(path: Path) -> None:
+    """Remove a socket nobody answers on; refuse one somebody does.
+
+    Only the holder of the state directory's lock gets here
+    (:mod:`mirror_host.host.state_lock`), so a socket that does not answer is a
+    crashed host's, never that of a host still starting (which holds the lock
+    and would have refused us first). One that answers is left alone whatever
+    the lock says.
+    """
     if not path.exists():
         return
     probe = stdlib_socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM)
@@ -117,6 +125,9 @@ def _clear_stale_socket(path: Path) -> None:
 
 async def bind_admin_socket(path: Path) -> trio.SocketListener:
     """Bind ``path`` (0600), replacing a stale socket but never a live one.
+
+    The caller holds the state directory's lock: that, not this socket, decides
+    which host owns the directory.
 
     Raises:
         AdminSocketBusy: a running host answers on ``path``.

@@ -105,6 +105,8 @@ def test_second_host_on_the_same_state_dir_is_refused(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
     state_dir, _, _ = served
+    admin, status = state_dir / "admin.sock", state_dir / "serve.json"
+    before = (admin.stat().st_ino, status.read_bytes())
     result = subprocess.run(
         [
             sys.executable,
@@ -122,6 +124,12 @@ def test_second_host_on_the_same_state_dir_is_refused(
     )
     assert result.returncode == 1
     assert "another mirror-host is running" in result.stderr
+    assert result.stderr == (
+        f"mirror-host: another mirror-host is running with this state directory ({admin})\n"
+    )
+    # The first host's files are untouched, and it still answers.
+    assert (admin.stat().st_ino, status.read_bytes()) == before
+    assert cli(state_dir, "status", "--json").returncode == 0
 
 
 @pytest.mark.slow
