@@ -392,6 +392,8 @@ class FakeAgliteterm:
         self._next_id = 1
         self._delays: dict[str, _Delay] = {}
         self._drops: dict[str, int] = {}
+        #: Client connections open now (what a host keeps open on agliteterm).
+        self.connections_open = 0
         self._nursery: trio.Nursery | None = None
         self._connections: trio.Nursery | None = None
         self._stopped = trio.Event()
@@ -542,6 +544,15 @@ class FakeAgliteterm:
     async def _connection(self, stream: trio.SocketStream) -> None:
         splitter = LineSplitter(_MAX_REQUEST)
         ending = b"\n" if self.dialect == "lite" else b"\r\n"
+        self.connections_open += 1
+        try:
+            await self._serve_connection(stream, splitter, ending)
+        finally:
+            self.connections_open -= 1
+
+    async def _serve_connection(
+        self, stream: trio.SocketStream, splitter: LineSplitter, ending: bytes
+    ) -> None:
         async with stream:
             while True:
                 try:

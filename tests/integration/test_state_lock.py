@@ -62,6 +62,7 @@ async def test_a_host_still_starting_keeps_its_socket(state_dir: Path) -> None:
         assert not (state_dir / "devices.json").exists()  # refused before the store
 
 
+@pytest.mark.slow
 async def test_the_lock_is_let_go_when_the_host_stops(state_dir: Path) -> None:
     async with running_host(state_dir):
         pass
@@ -75,6 +76,7 @@ def revoke(state_dir: Path, device: str) -> int:
     return main(["revoke", device, "--state-dir", str(state_dir)])
 
 
+@pytest.mark.slow
 async def test_an_offline_revoke_never_writes_under_a_host_that_does_not_answer(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

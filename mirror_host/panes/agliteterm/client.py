@@ -220,6 +220,10 @@ class AgliteClient:
         for name in list(self._lanes):
             await self.close_lane(name)
 
+    def lane_names(self) -> list[str]:
+        """Every lane not closed with :meth:`close_lane` (its connection open or not)."""
+        return list(self._lanes)
+
     def lanes_open(self) -> int:
         """Connections open now (for status and tests)."""
         return sum(1 for lane in self._lanes.values() if lane.stream is not None)
