@@ -14,8 +14,12 @@ next request. Hence:
   (nothing listening, the relay command dying at once), makes the lane wait
   before the next attempt, doubling up to 10 s; calls in that time fail at
   once with :class:`PaneSourceUnavailable`;
-* a kept connection whose peer has closed (agliteterm or its relay
-  restarted) is replaced before use, and one that breaks in use is tried
+* a kept connection is used again only if it is quiet: nothing left in its
+  reader from the last call (a stray line after a reply, or half of one) and
+  nothing to read on it (the API never speaks first, so that is a stray reply
+  or its peer having closed: agliteterm or its relay restarted). Otherwise it
+  is replaced before use. Readability is asked with ``poll``, which takes any
+  descriptor (``select`` stops at 1024). One that breaks in use is tried
   once more on a new connection when that cannot repeat anything: a request
   that never left, or one of the pure reads (:data:`READ_VERBS`). Anything
   else (input, ``session.new``, ``session.close``, …) may have been carried
@@ -156,12 +160,13 @@ class AgliteClient:
     async def _attempt(self, lane: _Lane, cmd: str, line: bytes) -> bytes:
         """One exchange; once more on a new connection if a kept one turns out dead.
 
-        A kept connection whose peer has closed (agliteterm or the relay
-        restarted) is noticed before use. If it breaks in use anyway, the request
-        is sent again on a new connection when that cannot repeat anything: a
-        read, or a request that was never written to the connection.
+        A kept connection that is not quiet (a stray line left from the last
+        call, or its peer has closed) is replaced before use. If it breaks in
+        use anyway, the request is sent again on a new connection when that
+        cannot repeat anything: a read, or a request that was never written to
+        the connection.
         """
-        if lane.stream is not None and _closed_by_peer(lane.stream):
+        if lane.stream is not None and not _quiet(lane):
             await lane.discard()
         reused = lane.stream is not None
         while True:
@@ -229,9 +234,24 @@ class AgliteClient:
         return sum(1 for lane in self._lanes.values() if lane.stream is not None)
 
 
-def _closed_by_peer(stream: trio.abc.Stream) -> bool:
-    """Whether a kept connection has something to read before we asked anything:
-    the API never speaks first, so that is its end of stream (the peer closed)."""
+def _quiet(lane: _Lane) -> bool:
+    """Whether ``lane``'s kept connection can carry the next request: nothing
+    read and not taken (lines after the last reply), nothing to read before we
+    asked anything (a stray reply, or end of stream), no error or hang-up."""
+    if lane.reader is not None and lane.reader.pending:
+        # Not shown: it could be pane text. Its presence alone is the fault.
+        logger.warning(
+            "agliteterm sent more than the reply on lane %s; using a new connection", lane.name
+        )
+        return False
+    if lane.stream is None:
+        return True
+    return not _readable_now(lane.stream)
+
+
+def _readable_now(stream: trio.abc.Stream) -> bool:
+    """Whether ``stream``'s descriptor has input, an error or a hang-up right now
+    (``poll``, not ``select``: a host with many panes has descriptors past 1024)."""
     fileno = getattr(stream, "fileno", None)
     if isinstance(stream, trio.SocketStream):
         fd = stream.socket.fileno()
@@ -240,7 +260,9 @@ def _closed_by_peer(stream: trio.abc.Stream) -> bool:
     else:
         return False
     try:
-        readable, _, _ = select.select([fd], [], [], 0)
-    except (OSError, ValueError):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        # POLLERR, POLLHUP and POLLNVAL are reported whether asked for or not.
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # a descriptor that is no longer one
         return True
-    return bool(readable)
