@@ -289,7 +289,7 @@ async def test_takeover_and_pane_close(state_dir: Path) -> None:
 
 @pytest.mark.slow
 async def test_slow_or_refusing_agliteterm_never_closes_a_connection(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, host_log: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(source_module, "HISTORY_SECONDS", 2.0)
     monkeypatch.setattr(source_module, "BUSY_RETRY_SECONDS", 0.5)
@@ -312,11 +312,22 @@ async def test_slow_or_refusing_agliteterm_never_closes_a_connection(
             # Refused and partial input: logged, the connection goes on.
             fake.refuse_input(session, "busy", count=100)
             await mac.send(c.Input(data=b"echo refused\r", subscription_id=sub))
+            with trio.fail_after(5):  # refused (after its busy retries) before the next
+                while not any(" input not written" in m for m in host_log.messages):
+                    await trio.sleep(0.05)
+            fake.sessions[session].refusals.clear()
             fake.refuse_input(session, "partial")
             await mac.send(c.Input(data=b"echo partial-input\r", subscription_id=sub))
             assert [
                 m for m in await messages_within(mac, sub, 4.5) if isinstance(m, c.Failure)
             ] == []
+            # The log says which: refused outright, or perhaps partly written.
+            inputs = [m for m in host_log.messages if " input " in m]
+            assert len(inputs) == 2, inputs
+            assert "input not written: agliteterm refused" in inputs[0]
+            assert "busy or reserved" in inputs[0]
+            assert "input may be partly written (19 bytes, not sent again): " in inputs[1]
+            assert "bytes written" in inputs[1]
             fake.sessions[session].refusals.clear()
             await mac.send(c.Input(data=b"\x15echo after-$((1+1))\r", subscription_id=sub))
             await frame_containing(mac, sub, "after-2", timeout=15)

@@ -92,6 +92,11 @@ def test_state_files_are_private_and_serve_json_is_removed_on_exit(
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE((state_dir / "devices.json").stat().st_mode) == 0o600
     assert stat.S_IMODE((state_dir / "admin.sock").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "serve.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "lock").stat().st_mode) == 0o600
+    assert sorted(p.name for p in state_dir.iterdir()) == [
+        "admin.sock", "devices.json", "lock", "serve.json",
+    ]  # fmt: skip
     document = json.loads((state_dir / "serve.json").read_text())
     assert set(document) == {"listen", "pid", "hostID", "hostRunID"}
     process.send_signal(signal.SIGTERM)
