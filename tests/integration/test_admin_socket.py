@@ -7,6 +7,7 @@ host keeps answering other requests on the same connection and new clients.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,9 @@ async def connect(state_dir: Path) -> Client:
 
 
 BAD_REQUESTS = [
-    (b"[" * 3000, "invalid-request", "invalid request: nested too deeply"),
+    # 3.11's decoder gives up on the depth (RecursionError: "nested too deeply"),
+    # 3.12+ on the missing value; either way a refusal.
+    (b"[" * 3000, "invalid-request", "invalid request: "),
     (b"\xff\xfe{}", "invalid-request", "invalid request: "),
     (b"[]", "invalid-request", "invalid request: a request is a JSON object"),
     (b"{}", "invalid-request", "a request needs an op (pair, pairing, closePairing"),
@@ -83,6 +86,9 @@ async def test_bad_requests_are_refused_by_kind_and_the_connection_goes_on(
                 assert "x" * 41 not in reply["error"]  # a long unknown op is not echoed back
                 status = await client.ask(b'{"op":"status","note":"\\ud800"}')
                 assert status["ok"] is True and status["devices"] == 0
+            if sys.version_info < (3, 12):  # where the depth itself is what json gives up on
+                deep = await client.ask(b"[" * 3000 + b"]" * 3000)
+                assert deep["error"] == "invalid request: nested too deeply"
         await client.stream.aclose()
 
 
