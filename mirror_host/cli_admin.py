@@ -2,12 +2,15 @@
 
 Each talks to ``<state-dir>/admin.sock``. ``devices`` and ``revoke`` also work
 when no host runs, by reading (or atomically rewriting) the device store, and
-say so.
+say so. An offline ``revoke`` holds the state directory's lock while it reads
+and rewrites the store (:mod:`mirror_host.host.state_lock`); a host that holds
+it is starting, and the revocation waits for it to answer and goes through it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -24,6 +27,7 @@ from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import StoreError
 from mirror_host.host.admin import device_entry
 from mirror_host.host.admin_client import ADMIN_SOCKET, NoHostRunning, admin_request
+from mirror_host.host.state_lock import StateDirBusy, StateLock
 from mirror_host.host.store import DeviceStore
 from mirror_host.qr_display import render_terminal, write_png
 
@@ -255,11 +259,35 @@ def run_revoke(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        reply = admin_request(state_dir, {"op": "devices"})
-    except NoHostRunning as exc:
-        print(_offline_note(exc), file=sys.stderr)
-        return _revoke_offline(state_dir, args.device_id, out)
+    deadline = time.monotonic() + HOST_START_SECONDS
+    while True:
+        try:
+            reply = admin_request(state_dir, {"op": "devices"})
+            break
+        except NoHostRunning as exc:
+            offline = exc
+        try:
+            lock = _lock_offline(state_dir)
+        except StateDirBusy:
+            # A host holds the directory but does not answer yet: it is starting,
+            # and has loaded (or is loading) the store. A rewrite now would be
+            # undone by its next save: go through it once it answers.
+            if time.monotonic() >= deadline:
+                print(
+                    "mirror-host revoke: another mirror-host holds this state directory but "
+                    f"did not answer on its admin socket within {HOST_START_SECONDS:g} s; "
+                    "nothing was revoked: try again",
+                    file=sys.stderr,
+                )
+                return 1
+            time.sleep(0.1)
+            continue
+        except StoreError as exc:
+            print(f"mirror-host revoke: {exc}", file=sys.stderr)
+            return 1
+        with lock:
+            print(_offline_note(offline), file=sys.stderr)
+            return _revoke_offline(state_dir, args.device_id, out)
     request: dict[str, Any] = {"op": "revoke", "all": True}
     if args.device_id:
         target, problem = match_device_id(args.device_id, [d["id"] for d in reply["devices"]])
@@ -282,7 +310,26 @@ def run_revoke(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return 0
 
 
+#: How long an offline ``revoke`` waits for a host that holds the state
+#: directory (it is starting) to answer on its admin socket.
+HOST_START_SECONDS = 10.0
+
+
+def _lock_offline(state_dir: Path) -> contextlib.AbstractContextManager[object]:
+    """The state directory's lock, for rewriting the store with no host running
+    (nothing to hold when there is no directory, hence no store, at all).
+
+    Raises:
+        StateDirBusy: a host holds it.
+        StoreError: the lock cannot be taken.
+    """
+    if not state_dir.is_dir():
+        return contextlib.nullcontext()
+    return StateLock(state_dir)
+
+
 def _revoke_offline(state_dir: Path, device_id: str | None, out: TextIO) -> int:
+    """Rewrite the store without the device(s); the caller holds the state directory."""
     store = DeviceStore(state_dir)
     try:
         registry = store.load()

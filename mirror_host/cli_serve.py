@@ -20,6 +20,7 @@ from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.service import run_host
 from mirror_host.logs import configure_logging
 from mirror_host.panes.source import PaneSource
+from mirror_host.system_service.units import refuse_packet_log_in_service
 from mirror_host.tls.psk import check_psk_route
 
 __all__ = ["build_source", "serve"]
@@ -109,7 +110,15 @@ def _warn_about_ignored_flags(args: argparse.Namespace, kind: str) -> None:
 
 
 def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Run the host until interrupted; return the exit status."""
+    """Run the host until interrupted; return the exit status.
+
+    Raises:
+        ConfigError: this ``serve`` is the installed service and was asked to log
+            packets (exit status 2, which the service manager does not restart).
+    """
+    # Checked here, not only at `service install`: the config file or the
+    # environment may have changed since.
+    refuse_packet_log_in_service(os.environ, config.log.packets)
     configure_logging(config.log.level, config.log.format)
     _warn_about_ignored_flags(args, config.source.kind)
     source, commands = build_source(config)

@@ -28,7 +28,7 @@ __all__ = [
 
 ENV_PREFIX = "MIRROR_HOST_"
 #: Names under the prefix that are not settings.
-_ENV_RESERVED = {"MIRROR_HOST_CONFIG"}
+_ENV_RESERVED = {"MIRROR_HOST_CONFIG", "MIRROR_HOST_SERVICE"}  # the service's marker: units.py
 
 
 def _home() -> Path:

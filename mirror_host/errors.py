@@ -43,6 +43,7 @@ __all__ = [
     "InvalidHex",
     "InvalidInput",
     "InvalidPairingPayload",
+    "InputRefused",
     "ListenError",
     "TLSUnsupported",
     "LocalProtocolError",
@@ -123,6 +124,13 @@ class PaneSourceError(MirrorHostError):
 
 class PaneSourceUnavailable(PaneSourceError):
     """The source is not reachable right now (socket missing, server stopped)."""
+
+
+class InputRefused(PaneSourceError):
+    """The source refused input before writing any of it: nothing reached the pane.
+
+    Any other :class:`PaneSourceError` from a write leaves it unknown how much
+    of the input went (none, part or all)."""
 
 
 class PaneNotFound(PaneSourceError):

@@ -14,6 +14,15 @@ JSON line back, ``{"ok": true, …}`` or ``{"ok": false, "error": …}``:
   (``device``), ``expired``, ``closed``, ``replaced``, ``failed`` or ``unknown``;
 * ``{"op":"closePairing"}`` (``"window":N``: only if N is the open one): ``closed``.
 
+A refusal says what kind it is in ``kind``: ``invalid-request`` (not a JSON
+object, nested too deeply, an unknown op, a field of the wrong type),
+``not-found`` (no such device), ``failed`` (the host could not do it: the store
+could not be written …) or ``internal`` (a fault in the host, logged by its
+exception type and place alone). Nothing a client sends, and no client that
+goes away mid-answer, ends the host: at worst its connection is closed. A
+``pair`` reply that cannot be delivered closes the window it opened (nobody
+has its code).
+
 The reply to ``pair`` carries the code: it is written to the requesting socket
 only, never logged.
 """
@@ -25,6 +34,7 @@ import json
 import logging
 import os
 import socket as stdlib_socket
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -99,6 +109,14 @@ def _socket_problem(path: Path, exc: OSError) -> AdminSocketError:
 
 
 def _clear_stale_socket(path: Path) -> None:
+    """Remove a socket nobody answers on; refuse one somebody does.
+
+    Only the holder of the state directory's lock gets here
+    (:mod:`mirror_host.host.state_lock`), so a socket that does not answer is a
+    crashed host's, never that of a host still starting (which holds the lock
+    and would have refused us first). One that answers is left alone whatever
+    the lock says.
+    """
     if not path.exists():
         return
     probe = stdlib_socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM)
@@ -117,6 +135,9 @@ def _clear_stale_socket(path: Path) -> None:
 
 async def bind_admin_socket(path: Path) -> trio.SocketListener:
     """Bind ``path`` (0600), replacing a stale socket but never a live one.
+
+    The caller holds the state directory's lock: that, not this socket, decides
+    which host owns the directory.
 
     Raises:
         AdminSocketBusy: a running host answers on ``path``.
@@ -161,7 +182,13 @@ async def serve_admin(host: Host, listener: trio.SocketListener) -> None:
     """Answer admin requests until cancelled."""
 
     async def handler(stream: trio.SocketStream) -> None:
-        await _serve_client(host, stream)
+        # Trio closes the stream after us. Whatever goes wrong with one client
+        # closes its connection, never the host (serve_listeners would pass an
+        # exception up to the host's nursery).
+        try:
+            await _serve_client(host, stream)
+        except Exception as exc:
+            _log_fault(None, exc)
 
     await trio.serve_listeners(handler, [listener])
 
@@ -178,10 +205,44 @@ async def _serve_client(host: Host, stream: trio.abc.Stream) -> None:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             reply = await _answer(host, line)
-            if not await send_or_gone(stream, json.dumps(reply).encode() + b"\n"):
+            sent = False
+            # A client that stops reading is dropped, like one that stops writing.
+            with trio.move_on_after(_IDLE_SECONDS):
+                sent = await send_or_gone(stream, _encode(reply))
+            if not sent:
+                await _undelivered(host, reply)
                 return
         if len(buffer) > MAX_REQUEST_BYTES:
             return
+
+
+def _encode(reply: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(reply).encode() + b"\n"
+    except (TypeError, ValueError) as exc:  # a reply the host built wrong
+        _log_fault(reply.get("op"), exc)
+        failed = _refused("internal", f"the host could not answer: {type(exc).__name__}")
+        return json.dumps(failed).encode() + b"\n"
+
+
+def _log_fault(op: object, exc: BaseException) -> None:
+    """Log a fault by the op, the exception's type and its place alone: its message
+    could quote a code or a key."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    place = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
+    named = op if isinstance(op, str) and op in _OPS else "(unknown op)"
+    logger.error("admin request %s failed: %s at %s", named, type(exc).__name__, place)
+
+
+async def _undelivered(host: Host, reply: dict[str, Any]) -> None:
+    """A reply the client never got: a pairing code nobody saw must not stay valid."""
+    window = reply.get("window") if reply.get("ok") and "code" in reply else None
+    if isinstance(window, int) and await host.book.close_window(window):
+        logger.info("closed pairing window %d: its admin client left before the reply", window)
+
+
+def _refused(kind: str, error: str) -> dict[str, Any]:
+    return {"ok": False, "kind": kind, "error": error}
 
 
 def device_entry(device: Device, *, connected: bool) -> dict[str, Any]:
@@ -195,13 +256,30 @@ def device_entry(device: Device, *, connected: bool) -> dict[str, Any]:
     }
 
 
+#: The ops this socket knows (an unknown one is named back only if it is short text).
+_OPS = ("pair", "pairing", "closePairing", "devices", "revoke", "status")
+
+
 async def _answer(host: Host, line: bytes) -> dict[str, Any]:
+    """The reply to one request line; never raises (but for cancellation)."""
     try:
         request = json.loads(line)
         if not isinstance(request, dict):
             raise ValueError("a request is a JSON object")
-    except (ValueError, UnicodeDecodeError) as exc:
-        return {"ok": False, "error": f"invalid request: {exc}"}
+    except RecursionError:  # json's decoder recurses once per nesting level
+        return _refused("invalid-request", "invalid request: nested too deeply")
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
+        return _refused("invalid-request", f"invalid request: {exc}")
+    try:
+        return await _dispatch(host, request)
+    except MirrorHostError as exc:  # the host's own, worded for people
+        return _refused("failed", str(exc))
+    except Exception as exc:  # a fault here must not end the host with it
+        _log_fault(request.get("op"), exc)
+        return _refused("internal", f"the host could not answer: {type(exc).__name__}")
+
+
+async def _dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "pair":
         return {"ok": True, **ticket_reply(await host.open_pairing_window())}
@@ -217,26 +295,27 @@ async def _answer(host: Host, line: bytes) -> dict[str, Any]:
         try:
             target = None if request.get("all") is True else uuid.UUID(str(request.get("deviceID")))
         except ValueError:
-            return {"ok": False, "error": "deviceID is not a UUID"}
+            return _refused("invalid-request", "deviceID is not a UUID")
         try:
             removed = await host.book.revoke(target)
         except StoreError as exc:
-            return {"ok": False, "error": str(exc)}
+            return _refused("failed", str(exc))
         if target is not None and not removed:
-            return {"ok": False, "error": f"no paired device {str(target).upper()}"}
+            return _refused("not-found", f"no paired device {str(target).upper()}")
         return {"ok": True, "revoked": removed}
     if op == "status":
         return {"ok": True, **(await host.status())}
     if op in ("pairing", "closePairing"):
         number = request.get("window")
         if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
-            return {"ok": False, "error": "window is not a number"}
+            return _refused("invalid-request", "window is not a number")
         if op == "closePairing":
             return {"ok": True, "closed": await host.book.close_window(number)}
         if number is None:
-            return {"ok": False, "error": "pairing needs a window number"}
+            return _refused("invalid-request", "pairing needs a window number")
         return {"ok": True, **host.book.window_state(number)}
-    return {
-        "ok": False,
-        "error": f"unknown op {op!r} (pair, pairing, closePairing, devices, revoke, status)",
-    }
+    ops = ", ".join(_OPS)
+    if op is None:
+        return _refused("invalid-request", f"a request needs an op ({ops})")
+    named = repr(op) if isinstance(op, str) and len(op) <= 40 else f"({type(op).__name__})"
+    return _refused("invalid-request", f"unknown op {named} ({ops})")

@@ -17,7 +17,10 @@ other change. The rules that keep them in step:
    registry before it swaps it in, and only then does anyone hear of it: the
    phone gets ``paired`` once its device is on disk, a revoked device's
    sessions end once it is gone from disk. The save and the swap are shielded
-   from cancellation, so memory is never behind disk.
+   from cancellation, so memory is never behind disk. A save fails only when
+   the file on disk is still the old one (a directory fsync failing after the
+   rename is a warning in :func:`~mirror_host.files.write_atomic`, not a
+   failure), so memory is never ahead of it either.
 3. **One table.** After every swap the PSK table is rebuilt whole from the
    registry and the open window and replaced in one assignment.
 4. **A closed session gets no decision.** A login or pairing that waited for the

@@ -32,7 +32,7 @@ import trio
 from mirror_host.capture.values import Capability
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.control import PaneDescriptor
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 from mirror_host.host.connection import Connection
 from mirror_host.host.lanes import Lane
 from mirror_host.panes.source import PaneSource
@@ -186,11 +186,23 @@ class SourceRequests:
                 await self.source.write(event.pane_id, event.data)
             except PaneNotFound:
                 self.leases.pane_closed(connection)
-            except PaneSourceError as exc:
+            except InputRefused as exc:
                 logger.warning("%s input not written: %s", connection.label, exc)
+            except PaneSourceError as exc:
+                # Nobody can say how much went: never "not written", never sent again.
+                logger.warning(
+                    "%s input may be partly written (%d bytes, not sent again): %s",
+                    connection.label,
+                    len(event.data),
+                    exc,
+                )
         if deadline.cancelled_caught:
             logger.warning(
-                "%s input not written within %g s; dropped", connection.label, INPUT_SECONDS
+                "%s input not finished within %g s and abandoned; it may be partly written "
+                "(%d bytes, not sent again)",
+                connection.label,
+                INPUT_SECONDS,
+                len(event.data),
             )
 
     # ------------------------------------------------------------ scroll

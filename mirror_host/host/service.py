@@ -1,11 +1,12 @@
 """``mirror-host serve``: wire the store, the host, the admin socket and signals. I/O.
 
-Start-up order: load (or create) the device store, bind the admin socket
-(refusing if another host owns the state directory), listen for Prowl clients,
-then write ``serve.json`` so tools can find the host (the store's first write and
-``serve.json`` in a worker thread: an ``fsync`` never blocks the event loop). On
-SIGINT/SIGTERM a pairing being saved finishes, every logged-in connection gets
-``ended hostStopped``, and ``serve.json``/``admin.sock`` are removed.
+Start-up order: take the state directory's lock (refusing if another host owns
+it, :mod:`mirror_host.host.state_lock`), load (or create) the device store, bind
+the admin socket, listen for Prowl clients, then write ``serve.json`` so tools
+can find the host (the store's first write and ``serve.json`` in a worker
+thread: an ``fsync`` never blocks the event loop). On SIGINT/SIGTERM a pairing
+being saved finishes, every logged-in connection gets ``ended hostStopped``,
+``serve.json``/``admin.sock`` are removed, and only then is the lock let go.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
 from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.server import Host
-from mirror_host.host.store import DeviceStore
+from mirror_host.host.state_lock import StateLock
+from mirror_host.host.store import DeviceStore, ensure_private_dir
 from mirror_host.panes.source import PaneSource
 
 __all__ = ["run_host"]
@@ -49,18 +51,53 @@ async def run_host(
     """Run a host until SIGINT/SIGTERM (or cancellation).
 
     Raises:
-        StoreError: the device store cannot be read or created.
-        AdminSocketError: another host serves this state directory (``AdminSocketBusy``),
-            or the admin socket cannot be created there.
+        StateDirBusy: another host holds this state directory.
+        StoreError: the state directory or the device store cannot be read or created.
+        AdminSocketError: the admin socket cannot be created there.
         ListenError: the listen address cannot be bound.
     """
     state_dir = Path(config.state.dir)
     admin_path = state_dir / ADMIN_SOCKET
     check_socket_path(admin_path)  # before the directory and the store are created
+    # Held until the files below are removed: a host starting after us must
+    # find them gone, never have its own removed by our exit.
+    with await trio.to_thread.run_sync(_claim_state_dir, state_dir):
+        await _run_holding_state_dir(
+            config,
+            source,
+            state_dir=state_dir,
+            admin_path=admin_path,
+            commands=commands,
+            open_pairing=open_pairing,
+            show_pairing=show_pairing,
+            pairing_window_seconds=pairing_window_seconds,
+            task_status=task_status,
+        )
+
+
+def _claim_state_dir(state_dir: Path) -> StateLock:
+    """Create the state directory if need be and take its lock (blocking: file system)."""
+    ensure_private_dir(state_dir)
+    return StateLock(state_dir)
+
+
+async def _run_holding_state_dir(
+    config: Config,
+    source: PaneSource,
+    *,
+    state_dir: Path,
+    admin_path: Path,
+    commands: CommandHandler | None,
+    open_pairing: bool,
+    show_pairing: Callable[[PairingTicket], None] | None,
+    pairing_window_seconds: float,
+    task_status: trio.TaskStatus[Host],
+) -> None:
     store = DeviceStore(state_dir)
     # In a worker thread: creating the store fsyncs, and this runs on the event loop.
     registry = await trio.to_thread.run_sync(store.load_or_create)
     status_path = state_dir / STATUS_FILE
+    # We hold the lock: an admin.sock nobody answers on is a crashed host's.
     admin_listener = await bind_admin_socket(admin_path)
     try:
         hub = Hub(source, commands=commands)

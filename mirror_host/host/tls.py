@@ -155,6 +155,6 @@ def build_server_context() -> ServerContext:
         TLSUnsupported: this Python cannot do TLS-PSK (see
             :func:`mirror_host.tls.psk.check_psk_route`).
     """
-    check_psk_route()
+    check_psk_route(_ServerSSLContext)  # the route, with the very class the host uses
     holder = _TableHolder()
     return ServerContext(server_context(holder.callback, context_class=_ServerSSLContext), holder)

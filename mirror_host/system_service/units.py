@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
-from mirror_host.errors import ServiceError
+from mirror_host.errors import ConfigError, ServiceError
 
 __all__ = [
     "CARRIED_ENVIRONMENT",
@@ -34,6 +34,7 @@ __all__ = [
     "Paths",
     "RemoveFile",
     "Run",
+    "SERVICE_MARKER",
     "ServiceKind",
     "ServiceSpec",
     "Step",
@@ -44,6 +45,7 @@ __all__ = [
     "launchd_plist",
     "parse_launchctl_print",
     "parse_systemctl_show",
+    "refuse_packet_log_in_service",
     "service_environment",
     "service_paths",
     "service_spec",
@@ -146,6 +148,25 @@ LOG_PACKETS_REFUSED = (
 )
 
 
+#: Set in the unit's and the agent's environment (to ``systemd`` or ``launchd``):
+#: ``serve`` started with it is a service, and refuses packet logging however it
+#: was asked for (the flag, the config file, ``MIRROR_HOST_LOG_PACKETS``), so an
+#: edit after ``service install`` cannot turn it on. Not a setting
+#: (``config_file`` skips it).
+SERVICE_MARKER = "MIRROR_HOST_SERVICE"
+
+
+def refuse_packet_log_in_service(environ: Mapping[str, str], log_packets: bool) -> None:
+    """Stop a ``serve`` that runs as the service and was asked to log packets.
+
+    Raises:
+        ConfigError: ``log.packets`` is on and ``environ`` carries :data:`SERVICE_MARKER`.
+    """
+    if log_packets and environ.get(SERVICE_MARKER):
+        where = f"the {environ[SERVICE_MARKER]} service"
+        raise ConfigError("log.packets", f"refused in {where}: {LOG_PACKETS_REFUSED}")
+
+
 def _absolute(value: str, cwd: str, *, program: bool) -> str:
     if program and "/" not in value:
         return value
@@ -178,6 +199,8 @@ def service_environment(environ: Mapping[str, str], cwd: str) -> tuple[tuple[str
     """The variables the service gets from ``environ``, sorted, paths made absolute."""
     chosen: dict[str, str] = {}
     for name, value in environ.items():
+        if name == SERVICE_MARKER:  # the service's own, set by the unit or agent itself
+            continue
         if name in CARRIED_ENVIRONMENT or name.startswith(_SETTINGS_PREFIX):
             if name in _PATH_VARIABLES and value:
                 value = _absolute(value, cwd, program=False)
@@ -268,7 +291,7 @@ def systemd_unit(spec: ServiceSpec) -> str:
     ]
     lines += [
         f"Environment={systemd_quote(f'{k}={v}', expands_variables=False)}"
-        for k, v in spec.environment
+        for k, v in _marked(spec.environment, "systemd")
     ]
     lines += [
         "WorkingDirectory=~",
@@ -284,6 +307,13 @@ def systemd_unit(spec: ServiceSpec) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _marked(
+    environment: tuple[tuple[str, str], ...], kind: ServiceKind
+) -> tuple[tuple[str, str], ...]:
+    """``environment`` with :data:`SERVICE_MARKER` set to ``kind``, sorted."""
+    return tuple(sorted((*environment, (SERVICE_MARKER, kind))))
 
 
 def parse_systemctl_show(text: str) -> dict[str, str]:
@@ -304,7 +334,7 @@ def launchd_plist(spec: ServiceSpec, log_path: str) -> bytes:
     agent: dict[str, object] = {
         "Label": LAUNCHD_LABEL,
         "ProgramArguments": list(spec.command),
-        "EnvironmentVariables": dict(spec.environment),
+        "EnvironmentVariables": dict(_marked(spec.environment, "launchd")),
         "WorkingDirectory": spec.home,
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},

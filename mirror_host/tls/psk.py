@@ -15,12 +15,18 @@ TLS path on all of them:
 * Python 3.11/3.12: the same OpenSSL calls made through ctypes on the standard
   library's own context (:mod:`mirror_host.tls.psk_ctypes`).
 
-:func:`check_psk_route` proves, once per process and before the first context is
-handed out, that the route really works: a handshake in memory with a throwaway
-key must negotiate exactly this suite over TLS 1.2, the server callback must see
-the identity from the calling task's own context (the host binds a connection's
-identity that way), and a wrong key must fail. Anything else is
-:class:`TLSUnsupported` with one message.
+:func:`check_psk_route` proves, once per process (and per server context class)
+before the first context is handed out, that the route really works: a handshake
+in memory with a throwaway key must negotiate exactly this suite over TLS 1.2,
+the server callback must see the identity from the calling task's own context
+(the host binds a connection's identity that way), and a wrong key and an
+unknown identity must each be refused by TLS (a handshake that merely never
+finishes proves nothing and fails the check). The host runs it with its own
+context class. Anything else is :class:`TLSUnsupported` with one message.
+
+The server context also refuses renegotiation (``OP_NO_RENEGOTIATION``, where
+the ssl module has it): Prowl's clients never renegotiate, and a peer that asks
+gets an alert instead of another handshake through the PSK callback.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "CIPHER",
     "TLS_VERSION",
     "ClientCallback",
+    "HandshakeStalled",
     "ServerCallback",
     "check_psk_route",
     "client_base_context",
@@ -54,6 +61,12 @@ logger = logging.getLogger(__name__)
 
 CIPHER = "ECDHE-PSK-CHACHA20-POLY1305"
 TLS_VERSION = "TLSv1.2"
+#: Renegotiation off where this ssl module can say so (OpenSSL 1.1.0h and later).
+_NO_RENEGOTIATION: int = getattr(ssl, "OP_NO_RENEGOTIATION", 0)
+
+
+class HandshakeStalled(ssl.SSLError):
+    """A handshake in memory that neither finished nor failed: no verdict at all."""
 
 
 def psk_backend() -> str:
@@ -89,7 +102,7 @@ def server_context(
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.maximum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(CIPHER)
-    context.options |= ssl.OP_NO_TICKET | ssl.OP_NO_COMPRESSION
+    context.options |= ssl.OP_NO_TICKET | ssl.OP_NO_COMPRESSION | _NO_RENEGOTIATION
     context.verify_mode = ssl.CERT_NONE
     set_server_psk(context, callback)
     return context
@@ -154,8 +167,10 @@ def memory_handshake(
     Returns the (server, client) objects once both sides finished.
 
     Raises:
+        HandshakeStalled: it did not finish within ``rounds`` exchanges, and
+            neither side refused it.
         ssl.SSLError: either side refused the handshake (the client's error when
-            both did), or it did not finish within ``rounds`` exchanges.
+            both did).
     """
     server_in, server_out = ssl.MemoryBIO(), ssl.MemoryBIO()
     client_in, client_out = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -175,38 +190,45 @@ def memory_handshake(
                 peer_incoming.write(pending)
         if finished == len(sides):
             return server, client
-    raise ssl.SSLError(f"the handshake did not finish in {rounds} exchanges")
+    raise HandshakeStalled(f"the handshake did not finish in {rounds} exchanges")
 
 
 _route_checked: str | None = None
+#: The server context classes the check has run with since ``_route_checked`` was set.
+_checked_classes: set[type[ssl.SSLContext]] = set()
 #: The identity the self-check's server callback saw, read back in the same task.
 _seen: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mirror_host_psk_self_check", default=None
 )
 
 
-def check_psk_route() -> str:
-    """Prove once per process that this Python's PSK route works; describe it.
+def check_psk_route(context_class: type[ssl.SSLContext] = ssl.SSLContext) -> str:
+    """Prove once per process (and per ``context_class``, the server context's
+    class) that this Python's PSK route works; describe it.
 
     A throwaway identity and random key (never shown) must complete a handshake
     in memory with exactly TLS 1.2 and ECDHE-PSK-CHACHA20-POLY1305 on both
     sides, the server callback must bind the identity to the calling task, and
-    a client with a wrong key must be refused.
+    a client with a wrong key, and one with an unknown identity, must each be
+    refused (not merely left unfinished).
 
     Raises:
         TLSUnsupported: with one message saying what failed and what to do.
     """
     global _route_checked
     if _route_checked is None:
+        _checked_classes.clear()
+    if _route_checked is None or context_class not in _checked_classes:
         # In a copy of the context, so nothing the check binds leaks into the
         # caller's task.
-        _route_checked = contextvars.copy_context().run(_self_check)
+        _route_checked = contextvars.copy_context().run(_self_check, context_class)
+        _checked_classes.add(context_class)
         # Debug: a start-up that fails later (a busy port) stays one line.
         logger.debug("TLS-PSK ready: %s", _route_checked)
     return _route_checked
 
 
-def _self_check() -> str:
+def _self_check(context_class: type[ssl.SSLContext]) -> str:
     version = ".".join(map(str, sys.version_info[:3]))
     route = psk_backend()
     identity = "mirror-host-self-check"
@@ -230,11 +252,11 @@ def _self_check() -> str:
         _seen.set(offered if offered == identity else None)
         return key if offered == identity else b""
 
-    def client(offered: bytes) -> ssl.SSLContext:
-        return _offering(client_base_context(), identity, offered)
+    def client(offered: bytes, name: str = identity) -> ssl.SSLContext:
+        return _offering(client_base_context(), name, offered)
 
     try:
-        checked = server_context(lookup)
+        checked = server_context(lookup, context_class=context_class)
         server, peer = memory_handshake(checked, client(key))
     except TLSUnsupported as exc:
         raise fail(str(exc)) from exc
@@ -246,11 +268,17 @@ def _self_check() -> str:
             raise fail(f"the {side} negotiated {cipher} over {obj.version()}")
     if _seen.get() != identity:
         raise fail("the server callback did not record the client's identity")
-    try:
-        memory_handshake(checked, client(secrets.token_bytes(32)))
-    except ssl.SSLError:
-        pass
-    else:
-        raise fail("a handshake with the wrong key succeeded")
+    for what, stranger in (
+        ("the wrong key", client(secrets.token_bytes(32))),
+        ("an unknown identity", client(key, "mirror-host-self-check-unknown")),
+    ):
+        try:
+            memory_handshake(checked, stranger)
+        except HandshakeStalled:
+            raise fail(f"a handshake with {what} neither failed nor finished") from None
+        except ssl.SSLError:
+            pass
+        else:
+            raise fail(f"a handshake with {what} succeeded")
     where = "" if route == "stdlib" else f" via {psk_ctypes.library_location()}"
     return f"{CIPHER} over TLS 1.2, {route} route{where} ({ssl.OPENSSL_VERSION})"

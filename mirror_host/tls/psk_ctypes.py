@@ -14,8 +14,10 @@ this module calls it directly, with nothing to compile:
    report the OpenSSL version ``ssl.OPENSSL_VERSION_NUMBER`` names.
 2. **The ``SSL_CTX*``.** In CPython 3.11 and 3.12, ``_ssl._SSLContext`` objects
    (``PySSLContext`` in ``Modules/_ssl.c``) hold their ``SSL_CTX *ctx`` right
-   after the object header. The pointer read there is only used after OpenSSL
-   agrees it is a context whose options are exactly ``context.options``.
+   after the object header. Nothing is read there unless the type's size is
+   exactly that struct's (:class:`_PySSLContext`: 96 bytes on 64-bit builds),
+   and the pointer read is only used after OpenSSL agrees it is a context
+   whose options are exactly ``context.options``.
 3. **The callbacks** go on the ``SSL_CTX`` (``SSL_CTX_set_psk_server_callback``,
    ``SSL_CTX_set_psk_client_callback``); ``SSL_new`` copies them into every
    connection made from the context, so there is nothing to do per connection
@@ -28,6 +30,11 @@ released; ctypes takes the GIL back on the same thread and thread state, so the
 Python code sees the calling task's ``contextvars`` (the host relies on this to
 bind the PSK identity to its connection; ``tests/integration/test_tls.py``).
 Key bytes are copied into OpenSSL's buffer and never logged.
+
+Nothing may escape a callback into OpenSSL, not even ``KeyboardInterrupt``: a
+callback that raises leaves ctypes no return value to hand back, and OpenSSL
+would read whatever is on the stack as the PSK's length. Every callback
+catches ``BaseException`` and refuses (returns 0).
 """
 
 from __future__ import annotations
@@ -71,6 +78,26 @@ _CLIENT_CB = ctypes.CFUNCTYPE(
 
 #: Attribute of the SSLContext that keeps its ctypes callbacks alive.
 _KEEPALIVE = "_mirror_host_psk_callbacks"
+
+
+class _PySSLContext(ctypes.Structure):
+    """CPython 3.11/3.12's ``PySSLContext`` (``Modules/_ssl.c``): the object header,
+    then its fields in order. Only ``ctx`` is read; the rest pins the size."""
+
+    _fields_ = [
+        ("ob_base", ctypes.c_byte * object.__basicsize__),
+        ("ctx", ctypes.c_void_p),
+        ("alpn_protocols", ctypes.c_void_p),
+        ("alpn_protocols_len", ctypes.c_uint),
+        ("set_sni_cb", ctypes.c_void_p),
+        ("check_hostname", ctypes.c_int),
+        ("protocol", ctypes.c_int),
+        ("post_handshake_auth", ctypes.c_int),
+        ("msg_cb", ctypes.c_void_p),
+        ("keylog_filename", ctypes.c_void_p),
+        ("keylog_bio", ctypes.c_void_p),
+        ("state", ctypes.c_void_p),
+    ]
 
 
 class _LibSSL:
@@ -148,15 +175,14 @@ def _load() -> _LibSSL:
 
 
 def _ctx_pointer(context: ssl.SSLContext, libssl: _LibSSL) -> int:
-    """The ``SSL_CTX*`` inside ``context``, checked with OpenSSL before use."""
+    """The ``SSL_CTX*`` inside ``context``: read only from a type of exactly the
+    known layout, and checked with OpenSSL before use."""
     import _ssl
 
-    offset = object.__basicsize__  # PyObject_HEAD, then ``SSL_CTX *ctx``
     base: Any = _ssl._SSLContext
-    room = base.__basicsize__ - offset
-    if not isinstance(context, base) or room < ctypes.sizeof(ctypes.c_void_p):
+    if not isinstance(context, base) or base.__basicsize__ != ctypes.sizeof(_PySSLContext):
         raise TLSUnsupported("this Python's SSLContext has not the layout of CPython 3.11/3.12")
-    pointer = ctypes.c_void_p.from_address(id(context) + offset).value
+    pointer: int | None = _PySSLContext.from_address(id(context)).ctx
     if not pointer or pointer % ctypes.alignment(ctypes.c_void_p):
         raise TLSUnsupported("this Python's SSLContext holds no OpenSSL context where expected")
     if libssl.get_options(pointer) != int(context.options):
@@ -175,8 +201,8 @@ def install_server_callback(context: ssl.SSLContext, lookup: ServerCallback) -> 
     """Make every server connection from ``context`` take its PSK from ``lookup``.
 
     An empty key, an identity that is not UTF-8, a key longer than OpenSSL's
-    buffer or an exception in ``lookup`` all refuse the handshake
-    (``unknown_psk_identity``), as the standard library's callback does.
+    buffer or an exception in ``lookup`` (any ``BaseException``) all refuse the
+    handshake (``unknown_psk_identity``), as the standard library's callback does.
 
     Raises:
         TLSUnsupported: see :func:`_load`, or ``context`` is not as expected.
@@ -194,8 +220,8 @@ def install_server_callback(context: ssl.SSLContext, lookup: ServerCallback) -> 
             return len(key)
         except UnicodeDecodeError:
             return 0
-        except Exception as exc:  # nothing may escape into OpenSSL
-            logger.error("TLS-PSK server callback failed: %s", type(exc).__name__)
+        except BaseException as exc:  # nothing may escape into OpenSSL (module docstring)
+            _report("server", exc)
             return 0
 
     function = _SERVER_CB(server)
@@ -209,7 +235,8 @@ def install_client_callback(context: ssl.SSLContext, choose: ClientCallback) -> 
     """Make every client connection from ``context`` offer what ``choose`` returns.
 
     An identity or key that does not fit OpenSSL's buffers, or an exception in
-    ``choose``, gives OpenSSL no PSK, which ends the handshake.
+    ``choose`` (any ``BaseException``), gives OpenSSL no PSK, which ends the
+    handshake.
 
     Raises:
         TLSUnsupported: see :func:`_load`, or ``context`` is not as expected.
@@ -236,13 +263,22 @@ def install_client_callback(context: ssl.SSLContext, choose: ClientCallback) -> 
             ctypes.memmove(identity_out, name, len(name))
             ctypes.memmove(psk, key, len(key))
             return len(key)
-        except Exception as exc:  # nothing may escape into OpenSSL
-            logger.error("TLS-PSK client callback failed: %s", type(exc).__name__)
+        except BaseException as exc:  # nothing may escape into OpenSSL (module docstring)
+            _report("client", exc)
             return 0
 
     function = _CLIENT_CB(client)
     _keep(context, function)
     libssl.set_client(pointer, function)
+
+
+def _report(side: str, exc: BaseException) -> None:
+    """Log a callback's failure by its type alone (its message may hold key material);
+    a second interrupt while logging is dropped rather than let into OpenSSL."""
+    try:
+        logger.error("TLS-PSK %s callback failed: %s", side, type(exc).__name__)
+    except BaseException:  # nothing may escape into OpenSSL
+        pass
 
 
 def library_location() -> str:

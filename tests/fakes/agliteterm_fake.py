@@ -29,7 +29,10 @@ through npiperelay and socat):
   program turned bracketed paste on, and **an empty or missing text pastes
   the clipboard**, counted in :attr:`FakeAgliteterm.clipboard_pastes`);
   :meth:`refuse_input` makes the next input refused the way lite's bounded
-  writer refuses (busy or reserved, ``N of M bytes written``, in flight).
+  writer refuses (busy or reserved, ``N of M bytes written``, in flight);
+* :meth:`drop_reply`: the next request of a verb is carried out, then its
+  connection is cut before the answer (agliteterm, or the relay in between,
+  dying at that moment), so a client cannot know whether it was done.
 
 Every session is a real program in a real PTY whose output feeds a libghostty
 :class:`~mirror_host.terminal.Screen` (which answers the program's terminal
@@ -388,6 +391,9 @@ class FakeAgliteterm:
         self._seq = 0
         self._next_id = 1
         self._delays: dict[str, _Delay] = {}
+        self._drops: dict[str, int] = {}
+        #: Client connections open now (what a host keeps open on agliteterm).
+        self.connections_open = 0
         self._nursery: trio.Nursery | None = None
         self._connections: trio.Nursery | None = None
         self._stopped = trio.Event()
@@ -450,6 +456,11 @@ class FakeAgliteterm:
     def delay(self, cmd: str, seconds: float) -> None:
         """Hold the answers to ``cmd`` for ``seconds`` (``inf``: never answer)."""
         self._delays[cmd] = _Delay(seconds)
+
+    def drop_reply(self, cmd: str, count: int = 1) -> None:
+        """Carry out the next ``count`` ``cmd`` requests, then cut each one's
+        connection instead of answering."""
+        self._drops[cmd] = self._drops.get(cmd, 0) + count
 
     def clear_delay(self, cmd: str | None = None) -> None:
         for name in [cmd] if cmd else list(self._delays):
@@ -533,6 +544,15 @@ class FakeAgliteterm:
     async def _connection(self, stream: trio.SocketStream) -> None:
         splitter = LineSplitter(_MAX_REQUEST)
         ending = b"\n" if self.dialect == "lite" else b"\r\n"
+        self.connections_open += 1
+        try:
+            await self._serve_connection(stream, splitter, ending)
+        finally:
+            self.connections_open -= 1
+
+    async def _serve_connection(
+        self, stream: trio.SocketStream, splitter: LineSplitter, ending: bytes
+    ) -> None:
         async with stream:
             while True:
                 try:
@@ -546,6 +566,8 @@ class FakeAgliteterm:
                     if not line.strip():
                         continue
                     reply = await self._answer(line)
+                    if reply is None:
+                        return  # done, but the answer never leaves
                     try:
                         await stream.send_all(reply + ending)
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -578,11 +600,19 @@ class FakeAgliteterm:
         target = request.get("target")
         return str(request.get("cmd", "")), target if isinstance(target, str) else "", args
 
-    async def _answer(self, line: bytes) -> bytes:
+    async def _answer(self, line: bytes) -> bytes | None:
+        """The reply to ``line``; ``None``: carried out, but the connection is cut."""
         parsed = self._read(line)
         if isinstance(parsed, bytes):
             return parsed
         cmd, target, args = parsed
+        reply = await self._carry_out(cmd, target, args)
+        if self._drops.get(cmd):
+            self._drops[cmd] -= 1
+            return None
+        return reply
+
+    async def _carry_out(self, cmd: str, target: str, args: dict[str, Any]) -> bytes:
         self.requests.append({"cmd": cmd, "target": target or None, "args": args})
         delay = self._delays.get(cmd)
         if delay is not None:

@@ -26,6 +26,7 @@ from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.agliteterm import AgliteCommands
 from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.commands.service import CommandService
+from mirror_host.config import Profile
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.agliteterm import discovery as discovery_module
@@ -41,7 +42,13 @@ from mirror_host.session.logged_in import HISTORY_UNAVAILABLE
 from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.agliteterm_fake import FakeAgliteterm
-from tests.integration.agent_helpers import FakeAgent, agent_input, bracketed, command
+from tests.integration.agent_helpers import (
+    FakeAgent,
+    agent_input,
+    bracketed,
+    command,
+    submissions_after,
+)
 from tests.integration.conftest import host_config, paired, port_of
 from tests.integration.mirror_helpers import (
     frame_containing,
@@ -86,9 +93,14 @@ async def aglite_host(
     *,
     transport: Transport | None = None,
     timing: DeliveryTiming | None = None,
+    profiles: tuple[Profile, ...] = (),
+    idle_lane_seconds: float = source_module.IDLE_LANE_SECONDS,
 ) -> AsyncIterator[tuple[Host, AgliteSource]]:
-    source = AgliteSource(transport or UnixSocketTransport(Path(fake.socket_path)))
-    commands = CommandService(AgliteCommands(source, timing=timing))
+    source = AgliteSource(
+        transport or UnixSocketTransport(Path(fake.socket_path)),
+        idle_lane_seconds=idle_lane_seconds,
+    )
+    commands = CommandService(AgliteCommands(source, timing=timing, profiles=profiles))
     async with trio.open_nursery() as nursery:
         host: Host = await nursery.start(
             lambda task_status: run_host(
@@ -278,7 +290,7 @@ async def test_takeover_and_pane_close(state_dir: Path) -> None:
 
 @pytest.mark.slow
 async def test_slow_or_refusing_agliteterm_never_closes_a_connection(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, host_log: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(source_module, "HISTORY_SECONDS", 2.0)
     monkeypatch.setattr(source_module, "BUSY_RETRY_SECONDS", 0.5)
@@ -301,11 +313,22 @@ async def test_slow_or_refusing_agliteterm_never_closes_a_connection(
             # Refused and partial input: logged, the connection goes on.
             fake.refuse_input(session, "busy", count=100)
             await mac.send(c.Input(data=b"echo refused\r", subscription_id=sub))
+            with trio.fail_after(5):  # refused (after its busy retries) before the next
+                while not any(" input not written" in m for m in host_log.messages):
+                    await trio.sleep(0.05)
+            fake.sessions[session].refusals.clear()
             fake.refuse_input(session, "partial")
             await mac.send(c.Input(data=b"echo partial-input\r", subscription_id=sub))
             assert [
                 m for m in await messages_within(mac, sub, 4.5) if isinstance(m, c.Failure)
             ] == []
+            # The log says which: refused outright, or perhaps partly written.
+            inputs = [m for m in host_log.messages if " input " in m]
+            assert len(inputs) == 2, inputs
+            assert "input not written: agliteterm refused" in inputs[0]
+            assert "busy or reserved" in inputs[0]
+            assert "input may be partly written (19 bytes, not sent again): " in inputs[1]
+            assert "bytes written" in inputs[1]
             fake.sessions[session].refusals.clear()
             await mac.send(c.Input(data=b"\x15echo after-$((1+1))\r", subscription_id=sub))
             await frame_containing(mac, sub, "after-2", timeout=15)
@@ -555,3 +578,104 @@ async def test_list_says_idle_only_for_an_agent(state_dir: Path) -> None:
                 str(key(fake, working)).upper(): {"status": "running"},
                 str(key(fake, waiting)).upper(): {"status": "idle"},
             }
+
+
+# ------------------------------------------------------------------ connections
+
+
+def relays(fake: FakeAgliteterm) -> int:
+    """The relay processes (``--agliteterm-command``) running to this fake now."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(RELAY).encode() in argv and fake.socket_path.encode() in argv:
+            count += 1
+    return count
+
+
+def pane_lanes(source: AgliteSource, session: str) -> list[str]:
+    return [name for name in source.client.lane_names() if name.endswith(f":{session}")]
+
+
+async def no_pane_connections(fake: FakeAgliteterm, source: AgliteSource, session: str) -> None:
+    """Wait until ``session`` has no lane left, and agliteterm no connection (nor relay)
+    beyond the source's shared lanes (discovery, commands)."""
+    with trio.fail_after(15):
+        while pane_lanes(source, session) or fake.connections_open > source.client.lanes_open():
+            await trio.sleep(0.05)
+    assert source.client.lanes_open() <= 2  # discovery and commands
+
+
+@pytest.mark.slow
+async def test_a_first_prompt_on_an_unwatched_pane_leaves_no_connection_open(
+    state_dir: Path,
+) -> None:
+    launched = FakeAgent(state_dir / "launched", "launched")
+    profile = Profile(
+        id="fake", name="Fake Claude", agent=sys.executable, args=tuple(launched.arguments())
+    )
+    async with fake_agliteterm(state_dir, columns=120, rows=40) as fake:
+        workspace = fake.add_workspace("w")
+        await fake.add_session(workspace, SHELL, name="shell")
+        transport = CommandTransport(f"{sys.executable} {RELAY} {fake.socket_path}")
+        async with (
+            aglite_host(
+                state_dir,
+                fake,
+                transport=transport,
+                timing=DeliveryTiming(settle_seconds=1.0),
+                profiles=(profile,),
+                idle_lane_seconds=0.5,
+            ) as (host, source),
+            client_of(host, "phone") as phone,
+        ):
+            before = set(fake.sessions)
+
+            async def report_idle() -> None:
+                # What the agent's agliteterm hook does once it is up.
+                while not set(fake.sessions) - before:
+                    await trio.sleep(0.02)
+                (created,) = set(fake.sessions) - before
+                fake.set_status(created, "idle")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(report_idle)
+                result = await command(
+                    phone,
+                    c.CreateCommand(
+                        resource="tab",
+                        worktree_id=workspace,
+                        launch=c.Launch(profile="fake", prompt="first task"),
+                        background=True,
+                    ),
+                )
+            assert result["ok"] is True, result
+            assert await submissions_after(launched, 1) == [
+                {"prompt": "first task", "state": "idle"}
+            ]
+            (created,) = set(fake.sessions) - before
+            assert fake.requests_for("session.paste", target=created)  # it used its lanes
+            await no_pane_connections(fake, source, created)
+            assert relays(fake) == source.client.lanes_open()
+
+
+@pytest.mark.slow
+async def test_a_pane_that_leaves_the_tree_leaves_no_connection_open(state_dir: Path) -> None:
+    async with fake_agliteterm(state_dir) as fake:
+        session = await fake.add_session(fake.add_workspace("w"), SHELL)
+        transport = CommandTransport(f"{sys.executable} {RELAY} {fake.socket_path}")
+        # Idle lanes are kept for an hour: only the pane's leaving may close them.
+        async with aglite_host(state_dir, fake, transport=transport, idle_lane_seconds=3600) as (
+            _host,
+            source,
+        ):
+            pane = pane_uuid(transport.endpoint, session)
+            await source.read_screen(pane)  # a command's read of a pane nobody watches
+            await source.type_for_host(pane, "true", allow_control=False)
+            assert sorted(pane_lanes(source, session)) == [f"agent:{session}", f"input:{session}"]
+            await fake.close_session(session)
+            await no_pane_connections(fake, source, session)
+            assert relays(fake) == source.client.lanes_open()

@@ -15,6 +15,7 @@ from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.protocol import InputIncomplete
 from mirror_host.panes.agliteterm.transport import UnixSocketTransport
 from mirror_host.panes.lines import LineSplitter
+from tests.fakes.agliteterm_fake import FakeAgliteterm
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -181,3 +182,94 @@ async def test_lanes_do_not_wait_for_each_other(state_dir: Path) -> None:
                 assert await client.call("tree", lane="discovery") == "tree"
             release.set()
         await client.aclose()
+
+
+async def test_a_mutation_cut_off_after_it_was_sent_is_not_sent_again(state_dir: Path) -> None:
+    # `create`'s session.new on a kept connection that agliteterm (or its relay)
+    # cut after carrying it out: sent again, it would make a second session.
+    fake = FakeAgliteterm(state_dir / "aglite.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(fake.serve)
+        fake.add_workspace("w")
+        client = AgliteClient(UnixSocketTransport(Path(fake.socket_path)))
+        assert await client.call("ping", lane="commands") == fake.version  # the kept connection
+        fake.drop_reply("session.new")
+        with pytest.raises(PaneSourceUnavailable, match="session.new"):
+            await client.call(
+                "session.new", args={"workspace": "0", "command": "exec sleep 60"}, lane="commands"
+            )
+        assert len(fake.requests_for("session.new")) == 1
+        assert len(fake.sessions) == 1
+        # A read cut off the same way on a kept connection is simply asked again.
+        assert await client.call("ping", lane="commands") == fake.version
+        fake.drop_reply("tree")
+        tree = await client.call("tree", lane="commands")
+        assert len(tree["workspaces"][0]["sessions"]) == 1
+        assert len(fake.requests_for("tree")) == 2
+        await client.aclose()
+        await fake.stop()
+        nursery.cancel_scope.cancel()
+
+
+async def test_stray_lines_after_a_reply_are_never_read_as_the_next_answer(
+    state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # agliteterm (or a relay) sends more than the reply: a second line, or the
+    # start of one, arrives in the same read. The kept connection is dropped.
+    path = state_dir / "api.sock"
+    extra = {1: b"\n" + ok("stray answer"), 2: b'\n{"ok":true,"res'}
+
+    async def answer(request: dict[str, object], connection: int) -> Reply:
+        return ok(f"answer to {request['cmd']}") + extra.get(connection, b"")
+
+    async with server(path, answer) as seen:
+        client = AgliteClient(UnixSocketTransport(path))
+        with trio.fail_after(5):
+            assert await client.call("ping") == "answer to ping"
+            assert await client.call("tree") == "answer to tree"
+            assert await client.call("window.list") == "answer to window.list"
+            assert await client.call("ping") == "answer to ping"
+        assert [(r["cmd"], r["connection"]) for r in seen] == [
+            ("ping", 1), ("tree", 2), ("window.list", 3), ("ping", 3),
+        ]  # fmt: skip
+        await client.aclose()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert (
+        warnings == ["agliteterm sent more than the reply on lane main; using a new connection"] * 2
+    )
+    assert "stray answer" not in caplog.text
+
+
+async def test_a_kept_connection_past_descriptor_1024_is_kept(state_dir: Path) -> None:
+    # select() cannot watch a descriptor of 1024 or more; poll() can. A host
+    # with many panes gets there, and its lanes must still keep their connections.
+    import os
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"the descriptor limit ({soft}) is below 1200")
+    path = state_dir / "api.sock"
+
+    async def answer(request: dict[str, object], _connection: int) -> Reply:
+        return ok(request["cmd"])
+
+    filler: list[int] = []
+    try:
+        while not filler or filler[-1] < 1100:
+            filler.append(os.open(os.devnull, os.O_RDONLY))
+        async with server(path, answer) as seen:
+            client = AgliteClient(UnixSocketTransport(path))
+            try:
+                with trio.fail_after(5):
+                    assert await client.call("ping") == "ping"
+                    stream = client._lanes["main"].stream
+                    assert isinstance(stream, trio.SocketStream)
+                    assert stream.socket.fileno() > 1024
+                    assert await client.call("tree") == "tree"
+                assert [r["connection"] for r in seen] == [1, 1]
+            finally:
+                await client.aclose()
+    finally:
+        for fd in filler:
+            os.close(fd)

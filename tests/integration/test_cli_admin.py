@@ -92,6 +92,11 @@ def test_state_files_are_private_and_serve_json_is_removed_on_exit(
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE((state_dir / "devices.json").stat().st_mode) == 0o600
     assert stat.S_IMODE((state_dir / "admin.sock").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "serve.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "lock").stat().st_mode) == 0o600
+    assert sorted(p.name for p in state_dir.iterdir()) == [
+        "admin.sock", "devices.json", "lock", "serve.json",
+    ]  # fmt: skip
     document = json.loads((state_dir / "serve.json").read_text())
     assert set(document) == {"listen", "pid", "hostID", "hostRunID"}
     process.send_signal(signal.SIGTERM)
@@ -105,6 +110,8 @@ def test_second_host_on_the_same_state_dir_is_refused(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
     state_dir, _, _ = served
+    admin, status = state_dir / "admin.sock", state_dir / "serve.json"
+    before = (admin.stat().st_ino, status.read_bytes())
     result = subprocess.run(
         [
             sys.executable,
@@ -122,6 +129,12 @@ def test_second_host_on_the_same_state_dir_is_refused(
     )
     assert result.returncode == 1
     assert "another mirror-host is running" in result.stderr
+    assert result.stderr == (
+        f"mirror-host: another mirror-host is running with this state directory ({admin})\n"
+    )
+    # The first host's files are untouched, and it still answers.
+    assert (admin.stat().st_ino, status.read_bytes()) == before
+    assert cli(state_dir, "status", "--json").returncode == 0
 
 
 @pytest.mark.slow

@@ -299,6 +299,60 @@ def test_the_cli_checks_serve_flags_before_installing(home: Path) -> None:
     assert missing.returncode == 1 and "not installed" in missing.stdout
 
 
+def installed_unit(home: Path) -> tuple[list[str], dict[str, str]]:
+    """The installed unit's ExecStart words and its Environment, as systemd reads them."""
+    lines = (home / ".config" / "systemd" / "user" / SYSTEMD_UNIT).read_text().splitlines()
+    (exec_line,) = [
+        line.removeprefix("ExecStart=") for line in lines if line.startswith("ExecStart=")
+    ]
+    argv = systemd_words(exec_line, expands_variables=True)
+    environment = dict(
+        systemd_words(line.removeprefix("Environment="), expands_variables=False)[0].split("=", 1)
+        for line in lines
+        if line.startswith("Environment=")
+    )
+    return argv, environment
+
+
+@pytest.mark.slow
+def test_the_service_refuses_packet_logging_turned_on_after_install(home: Path) -> None:
+    # Installed without --log-packets; then the environment, the config file or
+    # the command line asks for it. The service's serve stops before anything
+    # is created, exit status 2 (RestartPreventExitStatus=2: no restart loop).
+    state = home / "state"
+    machine = system(home, ServiceManager())
+    flags = ["--source", "local", "--local-command", "cat", "--listen", "127.0.0.1:0",
+             "--state-dir", "state"]  # fmt: skip
+    assert install(flags, dry_run=False, out=io.StringIO(), system=machine) == 0
+    argv, environment = installed_unit(home)
+    assert environment["MIRROR_HOST_SERVICE"] == "systemd"
+    config = home / "edited.toml"
+    config.write_text("[log]\npackets = true\n")
+    for extra_argv, extra_env in (
+        ([], {"MIRROR_HOST_LOG_PACKETS": "true"}),
+        ([], {"MIRROR_HOST_CONFIG": str(config)}),
+        (["--log-packets"], {}),
+    ):
+        result = subprocess.run(
+            [*argv, *extra_argv], env={**environment, "HOME": str(home), **extra_env},
+            cwd=home, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert result.returncode == 2, (extra_argv, extra_env, result.stderr)
+        assert result.stderr.splitlines() == [
+            "mirror-host: configuration error: log.packets: refused in the systemd service: "
+            "--log-packets is not for a service: its kept log would hold every screen and "
+            "every key typed; debug with `mirror-host serve --log-packets` in a terminal instead"
+        ]
+        assert not state.exists()
+    # The marker is no setting: under it the settings still read as they were
+    # given (check-config does not call it an unknown MIRROR_HOST_ variable).
+    shown = subprocess.run(
+        [*argv[:3], "check-config", "--json"], capture_output=True, text=True, timeout=30,
+        env={**environment, "HOME": str(home), "MIRROR_HOST_LOG_PACKETS": "true"}, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0 and json.loads(shown.stdout)["log"]["packets"] is True
+
+
 @pytest.mark.slow
 async def test_the_units_command_runs_a_host_that_pairs(home: Path) -> None:
     # Start the unit's ExecStart with only the unit's Environment (plus HOME, as
@@ -309,17 +363,7 @@ async def test_the_units_command_runs_a_host_that_pairs(home: Path) -> None:
     flags = ["--source", "local", "--local-command", "cat", "--listen", "127.0.0.1:0",
              "--state-dir", "state", "--log-level", "debug"]  # fmt: skip
     assert install(flags, dry_run=False, out=io.StringIO(), system=machine) == 0
-    unit = (home / ".config" / "systemd" / "user" / SYSTEMD_UNIT).read_text()
-    lines = unit.splitlines()
-    (exec_line,) = [
-        line.removeprefix("ExecStart=") for line in lines if line.startswith("ExecStart=")
-    ]
-    argv = systemd_words(exec_line, expands_variables=True)
-    environment = dict(
-        systemd_words(line.removeprefix("Environment="), expands_variables=False)[0].split("=", 1)
-        for line in lines
-        if line.startswith("Environment=")
-    )
+    argv, environment = installed_unit(home)
     log_path = home / "serve.log"
     with log_path.open("wb") as log_file:
         process = await trio.lowlevel.open_process(

@@ -6,6 +6,7 @@ The same tests run on every route (the standard library on 3.13+, ctypes on
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import os
@@ -16,6 +17,7 @@ import sys
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 import trio
@@ -176,8 +178,8 @@ def test_a_suite_other_than_prowls_fails_the_check(monkeypatch: pytest.MonkeyPat
     other = "ECDHE-PSK-AES128-CBC-SHA256"
     real_server, real_client = psk.server_context, psk.client_base_context
 
-    def lax_server(callback: psk_ctypes.ServerCallback) -> ssl.SSLContext:
-        context = real_server(callback)
+    def lax_server(callback: psk_ctypes.ServerCallback, **kw: Any) -> ssl.SSLContext:
+        context = real_server(callback, **kw)
         context.set_ciphers(f"{other}:{CIPHER}")
         return context
 
@@ -270,3 +272,124 @@ def test_commands_on_a_python_whose_route_fails_stop_with_one_line(
     assert len(lines) == 1 and lines[0].startswith("mirror-host: TLS-PSK does not work on this")
     assert result.stdout == ""
     assert not state.exists()
+
+
+# ------------------------------------------------------------------ robustness of the route
+
+
+@CTYPES_ONLY
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_ctypes_callbacks_refuse_even_a_keyboard_interrupt(
+    side: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An exception ctypes sees leaves it no return value: OpenSSL would read
+    # whatever is on the stack as the PSK's length. Every one is caught.
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    key = secrets.token_bytes(32)
+
+    def interrupted(_: str | None) -> Any:
+        raise KeyboardInterrupt
+
+    server_ctx = psk.server_context(interrupted if side == "server" else lambda _: key)
+    client_ctx = client_base_context()
+    psk_ctypes.install_client_callback(
+        client_ctx, interrupted if side == "client" else lambda _: ("ALICE", key)
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(ssl.SSLError):
+        memory_handshake(server_ctx, client_ctx)
+    assert f"TLS-PSK {side} callback failed: KeyboardInterrupt" in caplog.text
+    assert unraisable == []
+
+
+@CTYPES_ONLY
+def test_ctypes_layout_is_pinned_to_the_known_struct() -> None:
+    import _ssl
+
+    size = ctypes.sizeof(psk_ctypes._PySSLContext)
+    assert _ssl._SSLContext.__basicsize__ == size  # type: ignore[attr-defined]
+    if ctypes.sizeof(ctypes.c_void_p) == 8:
+        assert size == 96  # CPython 3.11 and 3.12 on 64-bit builds
+
+
+@CTYPES_ONLY
+def test_ctypes_route_reads_nothing_from_a_context_of_unknown_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import _ssl
+
+    class Grown(ssl.SSLContext):
+        """Stands in for an _SSLContext whose struct grew (another CPython build)."""
+
+    libssl = psk_ctypes._load()
+    asked: list[int] = []
+    real_get_options = libssl.get_options
+
+    def get_options(pointer: int) -> int:
+        asked.append(pointer)
+        return int(real_get_options(pointer))
+
+    monkeypatch.setattr(libssl, "get_options", get_options)
+    monkeypatch.setattr(_ssl, "_SSLContext", Grown)
+    assert Grown.__basicsize__ != ctypes.sizeof(psk_ctypes._PySSLContext)
+    with pytest.raises(TLSUnsupported, match="layout"):
+        psk_ctypes.install_server_callback(Grown(ssl.PROTOCOL_TLS_SERVER), lambda _: b"")
+    assert asked == []  # refused before OpenSSL was handed anything read from it
+
+
+def test_a_wrong_key_or_unknown_identity_that_only_stalls_fails_the_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A route under which the refused handshakes never end (one exchange each,
+    # where the verdict needs several): silence is no refusal.
+    real = psk.memory_handshake
+    calls: list[int] = []
+
+    def stalling(server: ssl.SSLContext, client: ssl.SSLContext, **_: Any) -> Any:
+        calls.append(1)
+        return real(server, client) if len(calls) == 1 else real(server, client, rounds=1)
+
+    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "memory_handshake", stalling)
+    with pytest.raises(TLSUnsupported, match="the wrong key neither failed nor finished"):
+        check_psk_route()
+
+
+def test_an_unknown_identity_let_in_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A route that hands the server callback another identity than the client's
+    # (here: always the one the check expects) lets strangers in.
+    real = psk.server_context
+
+    def confused(callback: psk_ctypes.ServerCallback, **kw: Any) -> ssl.SSLContext:
+        return real(lambda offered: callback("mirror-host-self-check") if offered else b"", **kw)
+
+    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "server_context", confused)
+    with pytest.raises(TLSUnsupported, match="a handshake with an unknown identity succeeded"):
+        check_psk_route()
+
+
+def test_the_check_runs_with_the_hosts_own_context_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirror_host.host import tls as host_tls
+
+    made: list[type[ssl.SSLContext]] = []
+    real = psk.server_context
+
+    def recording(callback: psk_ctypes.ServerCallback, **kw: Any) -> ssl.SSLContext:
+        context = real(callback, **kw)
+        made.append(type(context))
+        return context
+
+    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "server_context", recording)
+    context = build_server_context().context
+    assert type(context) is host_tls._ServerSSLContext
+    assert made == [host_tls._ServerSSLContext]  # the check's own server context
+    build_server_context()
+    assert made == [host_tls._ServerSSLContext]  # checked once for that class
+
+
+@pytest.mark.skipif(not hasattr(ssl, "OP_NO_RENEGOTIATION"), reason="no OP_NO_RENEGOTIATION")
+def test_the_server_context_refuses_renegotiation() -> None:
+    context = build_server_context().context
+    assert context.options & ssl.OP_NO_RENEGOTIATION

@@ -9,6 +9,8 @@ and the PSK table is the registry's keys (plus the open window's code).
 
 from __future__ import annotations
 
+import errno
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from mirror_host.host.tls import PskTable
 from mirror_host.session.connection import Session
 from mirror_host.session.events import AuthenticateRequested, PairRequested
 from mirror_host.wire import ControlPacket, PacketDecoder, encode_packet
+from tests.fakes.disk_faults import failing_directory_fsync
 from tests.fakes.held_store import HeldStore
 
 pytestmark = pytest.mark.timeout(30)
@@ -298,3 +301,38 @@ async def test_the_window_expires_on_time_and_leaves_the_table(
         assert book.book.window_state(1) == {"state": "expired"}
         assert PAIR_IDENTITY not in book.tables[-1].keys
         nursery.cancel_scope.cancel()
+
+
+async def test_a_revoke_whose_directory_fsync_fails_is_done_in_memory_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rename happened before the directory fsync failed: the device is gone
+    # from disk, so it must be gone from memory and its key from the table.
+    gone, kept = _device("Gone"), _device("Kept")
+    book = Book(tmp_path, (gone, kept))
+    session, auth = book.login(gone)
+    assert await book.book.log_in(session, auth.device_id, auth.proof) == gone
+    monkeypatch.setattr(os, "fsync", failing_directory_fsync(errno.EIO))
+    assert await book.book.revoke(gone.id) == [str(gone.id).upper()]
+    assert book.book.registry.devices == (kept,)
+    assert gone.identity not in book.tables[-1].keys
+    assert session.is_closed
+    book.check_in_step()
+
+
+async def test_a_pairing_whose_directory_fsync_fails_is_sent_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The device is on disk: a pairing reported failed would leave it an orphan
+    # no phone has the key of.
+    book = Book(tmp_path)
+    await book.book.open_window()
+    session, pair = await book.pairing()
+    monkeypatch.setattr(os, "fsync", failing_directory_fsync(errno.EIO))
+    device = await book.pair(session, pair)
+    assert device is not None
+    [paired] = _sent(session)
+    assert isinstance(paired, c.Paired) and paired.device_id == device.id
+    assert book.book.registry.devices == (device,)
+    assert book.book.window_state(1) == {"state": "paired", "device": "Phone"}
+    book.check_in_step()

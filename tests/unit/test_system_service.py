@@ -7,9 +7,11 @@ import re
 
 import pytest
 
-from mirror_host.errors import ServiceError
+from mirror_host.errors import ConfigError, ServiceError
 from mirror_host.system_service.units import (
     LAUNCHD_LABEL,
+    LOG_PACKETS_REFUSED,
+    SERVICE_MARKER,
     SYSTEMD_UNIT,
     MakeDirs,
     RemoveFile,
@@ -21,6 +23,7 @@ from mirror_host.system_service.units import (
     launchd_plist,
     parse_launchctl_print,
     parse_systemctl_show,
+    refuse_packet_log_in_service,
     service_environment,
     service_paths,
     service_spec,
@@ -95,6 +98,7 @@ def test_the_unit_runs_serve_with_the_given_flags_and_environment() -> None:
     assert environment == [
         "HERDR_SESSION=work 1",
         "MIRROR_HOST_LOG_LEVEL=debug",
+        "MIRROR_HOST_SERVICE=systemd",  # the marker: serve refuses --log-packets under it
         "PATH=/opt/bin:/usr/bin",
     ]
     for line in ("Restart=on-failure", "RestartPreventExitStatus=2", "KillMode=mixed",
@@ -138,6 +142,25 @@ def test_pair_is_refused_and_python_must_be_a_path() -> None:
         service_spec("python3", [], environ={}, cwd="/", home=HOME)
 
 
+def test_the_service_marker_is_the_units_own_and_refuses_packet_logging() -> None:
+    # An installing shell's own marker (a host installed from inside the
+    # service) is not carried: the unit and the agent each set their own.
+    service = spec("--source", "local", environ={"PATH": "/bin", SERVICE_MARKER: "launchd"})
+    assert dict(service.environment) == {"PATH": "/bin"}
+    assert f"Environment={SERVICE_MARKER}=systemd" in systemd_unit(service).splitlines()
+    agent = plistlib.loads(launchd_plist(service, "/log"))
+    assert agent["EnvironmentVariables"][SERVICE_MARKER] == "launchd"
+    refuse_packet_log_in_service({SERVICE_MARKER: "systemd"}, False)
+    refuse_packet_log_in_service({}, True)  # serve --log-packets in a terminal
+    refuse_packet_log_in_service({SERVICE_MARKER: ""}, True)
+    with pytest.raises(ConfigError) as refused:
+        refuse_packet_log_in_service({SERVICE_MARKER: "systemd"}, True)
+    assert refused.value.key == "log.packets"
+    assert str(refused.value) == (
+        f"log.packets: refused in the systemd service: {LOG_PACKETS_REFUSED}"
+    )
+
+
 def test_the_launchd_agent_runs_the_same_command_and_logs_under_library_logs() -> None:
     service = spec("--source", "tmux", environ={"PATH": "/opt/homebrew/bin:/usr/bin"})
     paths = service_paths("launchd", home=HOME, environ={})
@@ -146,7 +169,10 @@ def test_the_launchd_agent_runs_the_same_command_and_logs_under_library_logs() -
     agent = plistlib.loads(launchd_plist(service, paths.log))
     assert agent["Label"] == LAUNCHD_LABEL
     assert agent["ProgramArguments"] == [PYTHON, "-m", "mirror_host", "serve", "--source", "tmux"]
-    assert agent["EnvironmentVariables"] == {"PATH": "/opt/homebrew/bin:/usr/bin"}
+    assert agent["EnvironmentVariables"] == {
+        "PATH": "/opt/homebrew/bin:/usr/bin",
+        "MIRROR_HOST_SERVICE": "launchd",  # the marker: serve refuses --log-packets under it
+    }
     assert agent["StandardOutPath"] == agent["StandardErrorPath"] == paths.log
     assert agent["RunAtLoad"] is True
     assert agent["KeepAlive"] == {"SuccessfulExit": False}

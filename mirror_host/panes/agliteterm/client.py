@@ -14,10 +14,17 @@ next request. Hence:
   (nothing listening, the relay command dying at once), makes the lane wait
   before the next attempt, doubling up to 10 s; calls in that time fail at
   once with :class:`PaneSourceUnavailable`;
-* a kept connection whose peer has closed (agliteterm or its relay
-  restarted) is replaced before use, and one that breaks in use is tried
-  once more on a new connection when that cannot repeat anything: a read, or
-  input that never left.
+* a kept connection is used again only if it is quiet: nothing left in its
+  reader from the last call (a stray line after a reply, or half of one) and
+  nothing to read on it (the API never speaks first, so that is a stray reply
+  or its peer having closed: agliteterm or its relay restarted). Otherwise it
+  is replaced before use. Readability is asked with ``poll``, which takes any
+  descriptor (``select`` stops at 1024). One that breaks in use is tried
+  once more on a new connection when that cannot repeat anything: a request
+  that never left, or one of the pure reads (:data:`READ_VERBS`). Anything
+  else (input, ``session.new``, ``session.close``, …) may have been carried
+  out before the connection broke, so it fails rather than risk doing it
+  twice.
 
 Requests are counted per verb and target, which is how tests and the
 benchmarks see that an unwatched pane is never read.
@@ -40,15 +47,20 @@ from mirror_host.panes.agliteterm.transport import Transport
 from mirror_host.panes.herdr.client import LineReader
 from mirror_host.streams import STREAM_GONE
 
-__all__ = ["DEFAULT_TIMEOUT", "AgliteClient"]
+__all__ = ["DEFAULT_TIMEOUT", "READ_VERBS", "AgliteClient"]
 
 logger = logging.getLogger(__name__)
 
 #: A call's deadline unless it names its own.
 DEFAULT_TIMEOUT = 5.0
 _FIRST_BACKOFF = 0.25
-#: Verbs that write to a pane: never sent twice unless certainly not sent once.
-_INPUT_VERBS = frozenset({"session.type", "session.paste", "session.write"})
+#: The verbs that only read (the control API's read-only probes and reads):
+#: the only ones sent again after a connection broke once they had left.
+#: Every other verb changes something and is never sent twice unless
+#: certainly not sent once.
+READ_VERBS = frozenset(
+    {"ping", "tree", "events", "window.list", "session.text", "session.metrics", "surface.cursor"}
+)
 _MAX_BACKOFF = 10.0
 
 
@@ -148,12 +160,13 @@ class AgliteClient:
     async def _attempt(self, lane: _Lane, cmd: str, line: bytes) -> bytes:
         """One exchange; once more on a new connection if a kept one turns out dead.
 
-        A kept connection whose peer has closed (agliteterm or the relay
-        restarted) is noticed before use. If it breaks in use anyway, the request
-        is sent again on a new connection when that cannot repeat anything: a
-        read, or input that was never written to the connection.
+        A kept connection that is not quiet (a stray line left from the last
+        call, or its peer has closed) is replaced before use. If it breaks in
+        use anyway, the request is sent again on a new connection when that
+        cannot repeat anything: a read, or a request that was never written to
+        the connection.
         """
-        if lane.stream is not None and _closed_by_peer(lane.stream):
+        if lane.stream is not None and not _quiet(lane):
             await lane.discard()
         reused = lane.stream is not None
         while True:
@@ -174,7 +187,7 @@ class AgliteClient:
             if reply is not None:
                 return reply
             await lane.discard()
-            if reused and (not sent or cmd not in _INPUT_VERBS):
+            if reused and (not sent or cmd in READ_VERBS):
                 reused = False
                 continue
             if fresh:
@@ -212,14 +225,33 @@ class AgliteClient:
         for name in list(self._lanes):
             await self.close_lane(name)
 
+    def lane_names(self) -> list[str]:
+        """Every lane not closed with :meth:`close_lane` (its connection open or not)."""
+        return list(self._lanes)
+
     def lanes_open(self) -> int:
         """Connections open now (for status and tests)."""
         return sum(1 for lane in self._lanes.values() if lane.stream is not None)
 
 
-def _closed_by_peer(stream: trio.abc.Stream) -> bool:
-    """Whether a kept connection has something to read before we asked anything:
-    the API never speaks first, so that is its end of stream (the peer closed)."""
+def _quiet(lane: _Lane) -> bool:
+    """Whether ``lane``'s kept connection can carry the next request: nothing
+    read and not taken (lines after the last reply), nothing to read before we
+    asked anything (a stray reply, or end of stream), no error or hang-up."""
+    if lane.reader is not None and lane.reader.pending:
+        # Not shown: it could be pane text. Its presence alone is the fault.
+        logger.warning(
+            "agliteterm sent more than the reply on lane %s; using a new connection", lane.name
+        )
+        return False
+    if lane.stream is None:
+        return True
+    return not _readable_now(lane.stream)
+
+
+def _readable_now(stream: trio.abc.Stream) -> bool:
+    """Whether ``stream``'s descriptor has input, an error or a hang-up right now
+    (``poll``, not ``select``: a host with many panes has descriptors past 1024)."""
     fileno = getattr(stream, "fileno", None)
     if isinstance(stream, trio.SocketStream):
         fd = stream.socket.fileno()
@@ -228,7 +260,9 @@ def _closed_by_peer(stream: trio.abc.Stream) -> bool:
     else:
         return False
     try:
-        readable, _, _ = select.select([fd], [], [], 0)
-    except (OSError, ValueError):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        # POLLERR, POLLHUP and POLLNVAL are reported whether asked for or not.
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # a descriptor that is no longer one
         return True
-    return bool(readable)

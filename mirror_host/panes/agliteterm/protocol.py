@@ -37,7 +37,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
-from mirror_host.errors import InvalidArgument, PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, InvalidArgument, PaneNotFound, PaneSourceError
 from mirror_host.panes.agliteterm.cells import text_cells
 
 __all__ = [
@@ -117,7 +117,7 @@ class AgliteUnknownCommand(AgliteError):
     """``unknown command 'x'`` (``(lite subset)`` on lite): this build lacks the verb."""
 
 
-class InputNotWritten(AgliteError):
+class InputNotWritten(AgliteError, InputRefused):
     """A documented ``session.type``/``paste`` refusal after which no byte was written.
 
     ``retryable`` when the pane's input was only busy or reserved (another

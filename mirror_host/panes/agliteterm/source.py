@@ -16,7 +16,14 @@ and diffs (``../shared/spec/agliteterm.md``, verdict):
   input was busy is retried for up to 3 s, anything that may have been
   partly written never is;
 * remote scroll pages through the host's copy of the scrollback
-  (``scrollback.py``); history is the plain ``session.text {all:true}``.
+  (``scrollback.py``); history is the plain ``session.text {all:true}``;
+* a pane's connections (its **lanes**: screen polls, input, scroll copy,
+  history, a command's reads) close when its last watcher goes, when it
+  leaves the tree, and, for a pane nobody watches (``create``'s first
+  prompt, a phone's prompt to a pane it does not mirror), once they have been
+  idle for :data:`IDLE_LANE_SECONDS`: so a delivery's reads, paste and Enter
+  share them, and none is kept (with ``--agliteterm-command``, a relay
+  process) for a pane nobody uses.
 
 Every call has a deadline. A read that fails or is slow keeps the last
 screen and is tried again; nothing here ever fails a subscriber for it: only
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -102,6 +110,12 @@ _BUSY_RETRY_PAUSE = 0.1
 _HICCUP_SECONDS = 1.0
 #: Lines asked for by a build that refuses ``all`` (the session keeps 2 MiB anyway).
 HISTORY_LINES = 20_000
+#: Each pane's lanes (``<kind>:<agliteterm pane id>``): screen polls, input, the
+#: scroll copy, history, a command's screen reads.
+PANE_LANES = ("pane", "input", "scroll", "history", "agent")
+#: A pane nobody watches keeps the connections of its one-off calls this long
+#: after the last one ended (a delivery's reads, paste and Enter share them).
+IDLE_LANE_SECONDS = 5.0
 
 
 @dataclass(eq=False)
@@ -160,8 +174,10 @@ class AgliteSource:
         *,
         poll_seconds: float = POLL_SECONDS,
         fast_poll_seconds: float = FAST_POLL_SECONDS,
+        idle_lane_seconds: float = IDLE_LANE_SECONDS,
     ) -> None:
         self.client = AgliteClient(transport)
+        self.idle_lane_seconds = idle_lane_seconds
         self.capabilities: frozenset[str] = frozenset(
             {Capability.HISTORY, Capability.REMOTE_SCROLL, Capability.SCROLL_STATE}
         )
@@ -176,6 +192,10 @@ class AgliteSource:
         self._refused_forms: set[str] = set()
         #: When each pane last got raw input from a client (agent delivery checks it).
         self.input_activity = InputActivity()
+        #: One-off calls under way, and when the last one ended, by agliteterm pane id.
+        self._one_offs: Counter[str] = Counter()
+        self._idle_since: dict[str, float] = {}
+        self._idle_changed = trio.Event()
 
     @property
     def endpoint(self) -> str:
@@ -188,7 +208,9 @@ class AgliteSource:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._close_idle_lanes)
                 await self.discovery.run()
+                nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
             with trio.CancelScope(shield=True):
@@ -199,7 +221,8 @@ class AgliteSource:
         await self.discovery.wait_listed()
 
     def _reconcile(self, panes: dict[UUID, SessionPane], read_started: float) -> None:
-        """A new tree: follow renames and resizes, drop mirrors whose pane went."""
+        """A new tree: follow renames and resizes, drop mirrors whose pane went,
+        close the connections of every pane that went."""
         for key, mirror in list(self._mirrors.items()):
             fresh = panes.get(key)
             if fresh is None:
@@ -208,6 +231,53 @@ class AgliteSource:
                 continue
             mirror.pane = fresh
             self._settle_size(mirror)
+        listed = {pane.pane_id for pane in panes.values()}
+        for name in self.client.lane_names():
+            kind, _, pane_id = name.partition(":")
+            if kind in PANE_LANES and pane_id not in listed and self._nursery is not None:
+                self._idle_since.pop(pane_id, None)
+                self._nursery.start_soon(self.client.close_lane, name)
+
+    # ------------------------------------------------------------ lanes
+
+    @asynccontextmanager
+    async def _one_off(self, pane: SessionPane) -> AsyncIterator[None]:
+        """A call on the pane's lanes outside its polling (input, a command's read,
+        history): once none is under way for a while, an unwatched pane's lanes close."""
+        key = pane.pane_id
+        self._one_offs[key] += 1
+        self._idle_since.pop(key, None)
+        try:
+            yield
+        finally:
+            self._one_offs[key] -= 1
+            if not self._one_offs[key]:
+                del self._one_offs[key]
+                self._idle_since[key] = trio.current_time()
+                self._idle_changed.set()
+
+    def _watched(self, pane_id: str) -> bool:
+        return any(m.pane.pane_id == pane_id and not m.gone for m in self._mirrors.values())
+
+    async def _close_idle_lanes(self) -> None:
+        """Close the lanes of unwatched panes idle for ``idle_lane_seconds`` (until cancelled);
+        a watched pane's close when its watch ends."""
+        while True:
+            self._idle_changed = trio.Event()
+            now = trio.current_time()
+            for key, since in list(self._idle_since.items()):
+                if now - since < self.idle_lane_seconds:
+                    continue
+                del self._idle_since[key]
+                if key in self._one_offs or self._watched(key):
+                    continue
+                for kind in PANE_LANES:
+                    await self.client.close_lane(f"{kind}:{key}")
+            if not self._idle_since:
+                await self._idle_changed.wait()
+                continue
+            with trio.move_on_at(min(self._idle_since.values()) + self.idle_lane_seconds):
+                await self._idle_changed.wait()
 
     # ------------------------------------------------------------ PaneSource
 
@@ -269,7 +339,7 @@ class AgliteSource:
                 if self._mirrors.get(pane_id) is mirror:
                     del self._mirrors[pane_id]
                 with trio.CancelScope(shield=True):
-                    for lane in ("pane", "input", "scroll", "history", "agent"):
+                    for lane in PANE_LANES:
                         await self.client.close_lane(f"{lane}:{mirror.pane.pane_id}")
 
     @staticmethod
@@ -497,18 +567,19 @@ class AgliteSource:
         self, cmd: str, pane: SessionPane, args: dict[str, Any], *, timeout: float
     ) -> None:
         give_up = trio.current_time() + BUSY_RETRY_SECONDS
-        while True:
-            try:
-                await self.client.call(
-                    cmd, target=pane.pane_id, args=args, lane=f"input:{pane.pane_id}",
-                    timeout=timeout,
-                )  # fmt: skip
-                return
-            except InputNotWritten as exc:
-                # Another write holds the pane's input; nothing of ours went.
-                if not exc.retryable or trio.current_time() >= give_up:
-                    raise
-            await trio.sleep(_BUSY_RETRY_PAUSE)
+        async with self._one_off(pane):
+            while True:
+                try:
+                    await self.client.call(
+                        cmd, target=pane.pane_id, args=args, lane=f"input:{pane.pane_id}",
+                        timeout=timeout,
+                    )  # fmt: skip
+                    return
+                except InputNotWritten as exc:
+                    # Another write holds the pane's input; nothing of ours went.
+                    if not exc.retryable or trio.current_time() >= give_up:
+                        raise
+                await trio.sleep(_BUSY_RETRY_PAUSE)
 
     def poke(self, pane_id: UUID) -> None:
         """Input went to the pane: read it now and quickly for a second."""
@@ -559,13 +630,14 @@ class AgliteSource:
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """Plain scrollback and screen, ``session.text {all:true}`` (the session keeps 2 MiB)."""
         pane = self.pane_record(pane_id)
-        result = await self._session_text(
-            pane,
-            lane=f"history:{pane.pane_id}",
-            timeout=HISTORY_SECONDS,
-            whole=True,
-            styles=False,
-        )
+        async with self._one_off(pane):
+            result = await self._session_text(
+                pane,
+                lane=f"history:{pane.pane_id}",
+                timeout=HISTORY_SECONDS,
+                whole=True,
+                styles=False,
+            )
         if plain_text(result) is None:
             raise PaneSourceError("agliteterm's plain session.text answer is not text")
         return HistoryCapture(text=plain_history(result))
@@ -619,9 +691,10 @@ class AgliteSource:
         mirror = self._mirrors.get(pane_id)
         metrics = mirror.metrics if mirror is not None else None
         try:
-            result = await self._session_text(
-                pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
-            )
+            async with self._one_off(pane):
+                result = await self._session_text(
+                    pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
+                )
         except AgliteSessionNotFound as exc:
             raise PaneNotFound(str(exc)) from exc
         screen = _screen_of(result, *grid_size(pane, None, metrics))

@@ -143,6 +143,12 @@ class LineReader:
         self._splitter = LineSplitter(MAX_LINE_BYTES)
         self._lines: deque[bytes] = deque()
 
+    @property
+    def pending(self) -> bool:
+        """Whether bytes already read are waiting: a whole line not yet taken, or
+        the start of one."""
+        return bool(self._lines) or self._splitter.pending > 0
+
     async def next(self) -> bytes | None:
         """The next line without its newline; ``None`` at end of stream.
 
