@@ -19,6 +19,7 @@ from typing import TextIO
 from mirror_host import __version__
 from mirror_host.cli_admin import run_devices, run_pair, run_revoke, run_status
 from mirror_host.cli_client import add_client_commands
+from mirror_host.cli_help import HelpFormatter
 from mirror_host.cli_service import add_service_commands
 from mirror_host.config import (
     LOG_FORMATS,
@@ -30,7 +31,7 @@ from mirror_host.config import (
     parse_size,
     render_toml,
 )
-from mirror_host.config_file import load_config
+from mirror_host.config_file import default_config_path, load_config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import ConfigError
 from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
@@ -42,7 +43,7 @@ __all__ = ["build_parser", "main"]
 _DESCRIPTION = """\
 mirror-host lets Prowl's iPhone, iPad, Android and Mac clients watch and drive
 terminal panes on this machine: panes it spawns itself in local PTYs, every pane
-of a tmux server, the agent panes of a Herdr session, or the sessions of an
+of a tmux server, the panes of a Herdr session, or the sessions of an
 agliteterm (or agwinterm) window on Windows.
 """
 
@@ -107,6 +108,7 @@ _CHECK_CONFIG_EXAMPLES = """\
 examples:
   mirror-host check-config                          the effective settings, as TOML
   mirror-host check-config > ~/.config/mirror-host/config.toml   start a config file
+      (on macOS: > ~/Library/Application\\ Support/mirror-host/config.toml)
   MIRROR_HOST_SERVER_LISTEN=127.0.0.1:7880 mirror-host check-config --json
 """
 
@@ -127,7 +129,7 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             'plus "bytes" (base64) or "text" for VT and text frames. The first invalid '
             'packet prints {"error":"<reason>"} and the command exits 1.'
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
         epilog=(
             "input kinds (--as):\n"
             "  packets          complete packets in hex, 4-byte length prefix included "
@@ -186,7 +188,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="PATH",
         help="TOML settings file (default: $MIRROR_HOST_CONFIG, else "
-        "$XDG_CONFIG_HOME/mirror-host/config.toml if present)",
+        f"{default_config_path()} if present)",
     )
     group.add_argument(
         "--state-dir",
@@ -229,11 +231,11 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the host",
         description=(
             "Run the mirror host: accept Prowl clients over TLS-PSK and mirror the panes of "
-            "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (subscribers are told the "
-            "host stopped)."
+            "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (every logged-in device "
+            "is told the host stopped)."
         ),
         epilog=_SERVE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     serve.add_argument(
         "--source",
@@ -345,7 +347,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "the code expires; Ctrl-C closes the window. A newer window replaces the code."
         ),
         epilog=_PAIR_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     pair.add_argument(
         "--json",
@@ -381,7 +383,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Without a running host it reads the device store and says so."
         ),
         epilog=_DEVICES_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     devices.add_argument(
         "--json",
@@ -401,7 +403,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "host too (it rewrites the device store)."
         ),
         epilog=_REVOKE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     revoke.add_argument(
         "device_id",
@@ -423,7 +425,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "(with their ids, for `attach --pane`)."
         ),
         epilog=_STATUS_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     status.add_argument("--json", action="store_true", help="print JSON")
     _common(status)
@@ -439,7 +441,7 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "naming it and where it came from (exit status 2)."
         ),
         epilog=_CHECK_CONFIG_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     _common(check)
@@ -456,7 +458,7 @@ def _add_shell_init(commands: argparse._SubParsersAction[argparse.ArgumentParser
             "Send may run a command there. Load it at the end of the shell's start-up file; "
             "panes the host starts itself (--source local) get it without this."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
         epilog=(
             "set-up:\n"
             '  bash  ~/.bashrc:                   eval "$(mirror-host shell-init bash)"\n'
@@ -474,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mirror-host",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mirror-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -390,11 +390,26 @@ def format_status(reply: dict[str, Any]) -> str:
     health = panes.get("health")
     if health:
         lines.append(f"source       {health['kind']}, {health['state']}: {health['detail']}")
+    counters = panes.get("source")  # Herdr's and agliteterm's own figures (requests …)
+    if counters:
+        lines.append(f"counters     {_counters(counters)}")
     lines.append(f"panes        {panes['listed']} listed, {panes['subscribed']} subscribed")
     for pane in panes.get("items", ()):
         mirrored = "  [mirrored]" if pane["subscribed"] else ""
         lines.append(f"  {pane['id']}  {pane['title']}  ({pane['directory']}){mirrored}")
     return "\n".join(lines) + "\n"
+
+
+def _counters(values: dict[str, Any]) -> str:
+    """``requests (tree 3, session.read 40), connections 4``: a source's figures on one line."""
+    parts = []
+    for name, value in values.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{key} {count}" for key, count in value.items())
+            parts.append(f"{name} ({inner or 'none'})")
+        elif value is not None:
+            parts.append(f"{name} {value}")
+    return ", ".join(parts)
 
 
 def _duration(seconds: int) -> str:

@@ -15,6 +15,7 @@ from typing import TextIO
 
 import trio
 
+from mirror_host.cli_help import HelpFormatter
 from mirror_host.client.address import HostAddress, parse_address
 from mirror_host.client.chooser import DETACH_KEY, parse_detach_key
 
@@ -91,7 +92,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
             "own): its screen is drawn here, in the alternate screen, and your keys go to it."
         ),
         epilog=_ATTACH_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     attach.add_argument("address", type=_address_arg, metavar="ADDRESS:PORT")
     attach.add_argument(
@@ -138,7 +139,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         description="Check any Prowl mirror host (mirror-host or Prowl's own) against the "
         "remote-mirror protocol.",
         epilog=_CONFORMANCE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     conformance.add_argument("address", nargs="?", type=_address_arg, metavar="ADDRESS:PORT")
     conformance.add_argument("--code", metavar="CODE", help="a pairing code from the host")

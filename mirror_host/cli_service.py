@@ -12,13 +12,15 @@ import argparse
 import sys
 from typing import TextIO
 
+from mirror_host.cli_help import HelpFormatter
 from mirror_host.errors import ServiceError
 
 __all__ = ["add_service_commands"]
 
 _INSTALL_EPILOG = """\
-Every flag that `mirror-host serve` takes can follow (put `--` before them if one
-could be mistaken for an option of install itself). The service runs `serve` with
+Every flag that `mirror-host serve` takes can follow, except `--pair` and
+`--log-packets` (a service's log is kept), with `--` before them if one could be
+mistaken for an option of install itself. The service runs `serve` with
 those flags, with the Python that runs this command, and with this shell's PATH,
 SHELL, locale, XDG directories, HERDR_SOCKET_PATH, HERDR_SESSION, TMUX_TMPDIR and
 MIRROR_HOST_* variables, so it finds the same programs, config file and state
@@ -26,6 +28,7 @@ directory as `mirror-host serve` run here. Run install again to change them.
 
 Linux: a systemd user unit, ~/.config/systemd/user/mirror-host.service, enabled and
 (re)started; logs in the journal (journalctl --user -u mirror-host).
+
 macOS: a launchd agent, ~/Library/LaunchAgents/dev.mirror-host.plist, loaded now
 and at each login; logs in ~/Library/Logs/mirror-host/mirror-host.log.
 
@@ -52,7 +55,7 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
         epilog=_INSTALL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     install.add_argument(
         "--user",

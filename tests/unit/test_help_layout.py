@@ -1,0 +1,45 @@
+"""``--help`` reads in an 80-column terminal: prose wrapped, example blocks as written."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import pytest
+
+from mirror_host.cli import build_parser
+from mirror_host.cli_help import HelpFormatter
+
+
+def every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from every_parser(child)
+
+
+def test_every_help_wraps_its_prose_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    parsers = list(every_parser(build_parser()))
+    assert len(parsers) > 10  # the walk reached the subcommands
+    for parser in parsers:
+        for line in parser.format_help().splitlines():
+            # Indented lines are options and examples (kept whole so they stay copyable).
+            if line and not line[0].isspace() and not line.startswith("usage:"):
+                assert len(line) <= 80, (parser.prog, line)
+
+
+def test_prose_is_wrapped_and_example_blocks_are_kept_line_for_line() -> None:
+    formatter = HelpFormatter("prog", width=40)
+    text = (
+        "A first paragraph, written as one long line that is much wider than forty columns.\n\n"
+        "examples:\n"
+        "  prog --a-very-long-option-that-must-stay-on-its-line   and its explanation\n"
+    )
+    filled = formatter._fill_text(text, 40, "")
+    prose, examples = filled.split("\n\n")
+    assert all(len(line) <= 40 for line in prose.splitlines()) and prose.count("\n") >= 1
+    assert examples == (
+        "examples:\n  prog --a-very-long-option-that-must-stay-on-its-line   and its explanation\n"
+    )
