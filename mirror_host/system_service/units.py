@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from mirror_host.errors import ConfigError, ServiceError
+from mirror_host.shell.environment import INJECTED_VARIABLES
 
 __all__ = [
     "CARRIED_ENVIRONMENT",
@@ -200,6 +201,8 @@ def service_environment(environ: Mapping[str, str], cwd: str) -> tuple[tuple[str
     chosen: dict[str, str] = {}
     for name, value in environ.items():
         if name == SERVICE_MARKER:  # the service's own, set by the unit or agent itself
+            continue
+        if name in INJECTED_VARIABLES:  # a shell's, from the integration: not the service's
             continue
         if name in CARRIED_ENVIRONMENT or name.startswith(_SETTINGS_PREFIX):
             if name in _PATH_VARIABLES and value:

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from mirror_host.errors import ConfigError, ServiceError
+from mirror_host.panes import local
 from mirror_host.system_service.units import (
     LAUNCHD_LABEL,
     LOG_PACKETS_REFUSED,
@@ -131,6 +132,22 @@ def test_only_the_variables_that_shape_serve_are_carried() -> None:
     assert [name for name, _ in service_environment(environ, "/")] == [
         "LANG", "MIRROR_HOST_SERVER_LISTEN", "PATH", "SHELL", "TMUX_TMPDIR",
     ]  # fmt: skip
+
+
+def test_the_shell_integrations_variables_are_not_carried() -> None:
+    # install run from a pane the host started (or a tmux pane after a host ran).
+    environ = {"PATH": "/bin", "MIRROR_HOST_SERVER_LISTEN": "0.0.0.0:7880",
+               "MIRROR_HOST_SERVICE": "systemd", "MIRROR_HOST_MARK_NONCE": "ab" * 16,
+               "MIRROR_HOST_BASH_INJECT": "1", "MIRROR_HOST_BASH_ENV": "/e",
+               "MIRROR_HOST_BASH_HISTFILE": "1", "MIRROR_HOST_ZDOTDIR": "/z"}  # fmt: skip
+    assert [name for name, _ in service_environment(environ, "/")] == [
+        "MIRROR_HOST_SERVER_LISTEN", "PATH",
+    ]  # fmt: skip
+
+
+def test_the_local_source_strips_the_same_marker_the_unit_sets() -> None:
+    # panes/local.py may not import this room, so it names the marker itself.
+    assert local.SERVICE_MARKER == SERVICE_MARKER
 
 
 def test_pair_is_refused_and_python_must_be_a_path() -> None:
