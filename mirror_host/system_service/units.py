@@ -333,7 +333,12 @@ def parse_systemctl_show(text: str) -> dict[str, str]:
 
 
 def launchd_plist(spec: ServiceSpec, log_path: str) -> bytes:
-    """The launch agent that runs ``spec`` at login and restarts it when it fails."""
+    """The launch agent that runs ``spec`` at login and restarts it when it fails.
+
+    launchd has no ``RestartPreventExitStatus``: any non-zero exit, a
+    configuration error's 2 included, is started again, at most every
+    ``ThrottleInterval`` seconds (docs/operations.md says so).
+    """
     agent: dict[str, object] = {
         "Label": LAUNCHD_LABEL,
         "ProgramArguments": list(spec.command),

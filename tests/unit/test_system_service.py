@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from mirror_host import cli_serve
 from mirror_host.errors import ConfigError, ServiceError
 from mirror_host.panes import local
 from mirror_host.system_service.units import (
@@ -32,6 +33,7 @@ from mirror_host.system_service.units import (
     systemd_unit,
     uninstall_plan,
 )
+from tests.conftest import REPO
 
 PYTHON = "/home/ada/venv/bin/python3"
 HOME = "/home/ada"
@@ -194,6 +196,22 @@ def test_the_launchd_agent_runs_the_same_command_and_logs_under_library_logs() -
     assert agent["RunAtLoad"] is True
     assert agent["KeepAlive"] == {"SuccessfulExit": False}
     assert agent["WorkingDirectory"] == HOME
+
+
+def test_what_the_docs_say_about_restarting_after_exit_2_is_what_the_definitions_do() -> None:
+    unit = systemd_unit(spec())
+    agent = plistlib.loads(launchd_plist(spec(), "/log"))
+    assert "RestartPreventExitStatus=2" in unit.splitlines()
+    # launchd has no such exception: every non-zero exit is started again.
+    assert agent["KeepAlive"] == {"SuccessfulExit": False}
+    every = f"every {agent['ThrottleInterval']} s"
+    operations = " ".join((REPO / "docs" / "operations.md").read_text().split())
+    assert f"systemd does not restart after it; launchd retries {every}" in operations
+    assert cli_serve.serve.__doc__ is not None
+    docstring = " ".join(cli_serve.serve.__doc__.split())
+    assert f"systemd does not restart it, launchd starts it again {every}" in docstring
+    security = " ".join((REPO / "docs" / "security.md").read_text().split())
+    assert f"systemd leaves it stopped, launchd starts it again {every}" in security
 
 
 def test_systemd_unit_path_follows_xdg_config_home() -> None:
