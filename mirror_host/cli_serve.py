@@ -114,7 +114,8 @@ def serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
     Raises:
         ConfigError: this ``serve`` is the installed service and was asked to log
-            packets (exit status 2, which the service manager does not restart).
+            packets (exit status 2: systemd does not restart it, launchd starts it
+            again every 5 s, its ThrottleInterval, failing the same way).
     """
     # Checked here, not only at `service install`: the config file or the
     # environment may have changed since.

@@ -479,6 +479,10 @@ class HerdrCommands:
         authorized: Callable[[], bool],
     ) -> JSONValue:
         """Older servers: bracketed text, see it in the pane, then Enter."""
+        # Checked again: an agent.prompt the server refused as unknown wrote
+        # nothing, but the lease may have gone during its round trip.
+        if not authorized():
+            return rejected(NO_LONGER_OWNS)
         try:
             await self.client.call("pane.send_input", {"pane_id": pane.pane_id, "text": prompt})
         except HerdrError as exc:

@@ -13,6 +13,9 @@ starts it with prompt marks added after the user's own start-up files
 prompt (a phone's ``send``). Every pane starts with a nonce of its own in
 ``MIRROR_HOST_MARK_NONCE``, and its screen takes only marks signed with it
 (:mod:`mirror_host.shell.nonce`): what a program prints cannot draw a prompt.
+Without it (``--no-shell-send``) panes get no nonce. The host's own
+``MIRROR_HOST_SERVICE`` and the integration's variables it may have inherited
+are never passed on to a pane.
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
+from mirror_host.shell.environment import INJECTED_VARIABLES, NONCE_VARIABLE
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.shell.login import default_shell_command
-from mirror_host.shell.nonce import NONCE_VARIABLE, new_nonce
+from mirror_host.shell.nonce import new_nonce
 from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import export_archive
@@ -55,6 +59,10 @@ _READ_BYTES = 65_536
 _REPLY_QUEUE = 256
 #: ``--local-respawn``: the first wait before starting the panes again; it doubles
 #: (up to the maximum) while they keep exiting within the stable time.
+#: The service's marker (``mirror_host.system_service.units.SERVICE_MARKER``, a
+#: room this one does not import): set for ``serve`` by a systemd unit or launchd
+#: agent, and never handed on to the panes' programs.
+SERVICE_MARKER = "MIRROR_HOST_SERVICE"
 RESPAWN_FIRST_SECONDS = 1.0
 RESPAWN_MAX_SECONDS = 60.0
 RESPAWN_STABLE_SECONDS = 10.0
@@ -250,8 +258,16 @@ class LocalSource:
         env["TERM"] = "xterm-256color"
         env.pop("LINES", None)
         env.pop("COLUMNS", None)
-        nonce = new_nonce()
-        env[NONCE_VARIABLE] = nonce
+        # Not the host's to pass on: a service's marker would make a `serve` run
+        # in the pane refuse --log-packets as "the service", and a nonce or start-up
+        # variable the host inherited belongs to the shell it was started from.
+        env.pop(SERVICE_MARKER, None)
+        for name in INJECTED_VARIABLES:
+            env.pop(name, None)
+        nonce: str | None = None
+        if self._shell_integration:
+            nonce = new_nonce()
+            env[NONCE_VARIABLE] = nonce
         if self._integration is not None:
             argv, env = self._integration.wrap(argv, env)
         try:
@@ -284,7 +300,8 @@ class LocalSource:
                 logger.warning("pane %s: dropped a terminal reply (queue full)", pane_id)
 
         screen = Screen(self._columns, self._rows, on_reply=reply)
-        screen.prompt.expect(nonce, known=True)
+        if nonce is not None:
+            screen.prompt.expect(nonce, known=True)
         pane = LocalPane(
             id=pane_id,
             command=command,

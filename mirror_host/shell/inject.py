@@ -30,6 +30,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from mirror_host.shell.environment import (
+    BASH_ENV_VARIABLE,
+    BASH_HISTFILE_VARIABLE,
+    BASH_INJECT_VARIABLE,
+    ZDOTDIR_VARIABLE,
+)
 from mirror_host.shell.integration import snippet
 
 __all__ = ["ShellIntegration", "plain_shell"]
@@ -155,19 +161,19 @@ class ShellIntegration:
         flags = argv[1:]
         if shell == "bash":
             if "ENV" in env:
-                env["MIRROR_HOST_BASH_ENV"] = env["ENV"]
+                env[BASH_ENV_VARIABLE] = env["ENV"]
             env["ENV"] = str(self._bash)
-            env["MIRROR_HOST_BASH_INJECT"] = " ".join(["1", *flags])
+            env[BASH_INJECT_VARIABLE] = " ".join(["1", *flags])
             if "HISTFILE" not in env:
                 # POSIX mode would name ~/.sh_history; the script un-exports it again.
                 env["HISTFILE"] = str(Path(env.get("HOME") or Path.home()) / ".bash_history")
-                env["MIRROR_HOST_BASH_HISTFILE"] = "1"
+                env[BASH_HISTFILE_VARIABLE] = "1"
             login = [flag for flag in flags if flag in ("-l", "--login")][:1]
             interactive = ["-i"] if "-i" in flags else []
             return [argv[0], "--posix", *login, *interactive], env
         if shell == "zsh":
             if "ZDOTDIR" in env:
-                env["MIRROR_HOST_ZDOTDIR"] = env["ZDOTDIR"]
+                env[ZDOTDIR_VARIABLE] = env["ZDOTDIR"]
             env["ZDOTDIR"] = str(self._zsh)
             return argv, env
         quoted = "'" + str(self._fish).replace("\\", "\\\\").replace("'", "\\'") + "'"

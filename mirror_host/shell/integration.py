@@ -24,8 +24,11 @@ same code into the shells it starts, after the user's own start-up files
   the environment variable, so the shell's programs do not inherit it; bash's
   prompt strings name that variable rather than hold its value (``PS1`` is
   often exported, and a shell ``exec``'d in its place would otherwise draw
-  signed marks without ever marking a command's start). Without a nonce the
-  marks go unsigned;
+  signed marks without ever marking a command's start). zsh's prompt cannot
+  name a variable unless the user has ``PROMPT_SUBST``, so zsh's ``PS1`` holds
+  the marks only while the prompt waits: they are added before it is drawn,
+  taken out again before a command line runs, and ``PS1`` is not exported
+  while it holds them. Without a nonce the marks go unsigned;
 * in bash before 4.4 (no ``PS0``, so no ``C`` when a command starts) marks no
   ``B``: the host could not tell a command running from the prompt waiting.
 
@@ -96,14 +99,29 @@ if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     else
         __mirror_host_mh=
     fi
-    typeset -g +x __mirror_host_mh
     typeset -g __mirror_host_a=$'%{\e]133;P;k=i'$__mirror_host_mh$'\a%}'
     typeset -g __mirror_host_b=$'%{\e]133;B'$__mirror_host_mh$'\a%}'
+    typeset -g __mirror_host_export=
+    typeset -g +x __mirror_host_mh __mirror_host_a __mirror_host_b
+    # The marks in PS1 hold the nonce (zsh's prompt cannot name a variable without
+    # PROMPT_SUBST), so PS1 carries them only while the prompt waits, and is not
+    # exported meanwhile: a command line starts with them gone and PS1 as it was.
+    __mirror_host_unmark() {
+        PS1=${PS1//$__mirror_host_a/}
+        PS1=${PS1//$__mirror_host_b/}
+        if [[ -n $__mirror_host_export ]]; then
+            __mirror_host_export=
+            builtin export PS1
+        fi
+    }
     __mirror_host_precmd() {
         local ret=$?
         builtin print -rn -- $'\e]133;D;'"$ret$__mirror_host_mh"$'\a'
-        PS1=${PS1//$__mirror_host_a/}
-        PS1=${PS1//$__mirror_host_b/}
+        __mirror_host_unmark
+        if [[ ${(t)PS1} == *-export* ]]; then
+            __mirror_host_export=1
+            builtin typeset -g +x PS1
+        fi
         PS1=$__mirror_host_a$PS1$__mirror_host_b
         # Run after every other precmd hook from the next prompt on, so a theme
         # that sets the prompt in its own hook keeps the marks.
@@ -114,6 +132,7 @@ if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     }
     __mirror_host_preexec() {
         builtin print -rn -- $'\e]133;C'"$__mirror_host_mh"$'\a'
+        __mirror_host_unmark
     }
     typeset -ga precmd_functions preexec_functions
     precmd_functions+=(__mirror_host_precmd)

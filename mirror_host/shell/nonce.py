@@ -24,10 +24,10 @@ import re
 import secrets
 from pathlib import Path
 
+from mirror_host.shell.environment import NONCE_VARIABLE
+
 __all__ = ["NONCE_VARIABLE", "is_nonce", "new_nonce", "started_with_nonce"]
 
-#: The environment variable the integration reads the nonce from.
-NONCE_VARIABLE = "MIRROR_HOST_MARK_NONCE"
 #: What the integration accepts as a nonce (it is put into prompt strings, so hex only).
 _NONCE = re.compile(r"[0-9a-f]{16,128}")
 

@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from mirror_host.errors import ConfigError, ServiceError
+from mirror_host.shell.environment import INJECTED_VARIABLES
 
 __all__ = [
     "CARRIED_ENVIRONMENT",
@@ -201,6 +202,8 @@ def service_environment(environ: Mapping[str, str], cwd: str) -> tuple[tuple[str
     for name, value in environ.items():
         if name == SERVICE_MARKER:  # the service's own, set by the unit or agent itself
             continue
+        if name in INJECTED_VARIABLES:  # a shell's, from the integration: not the service's
+            continue
         if name in CARRIED_ENVIRONMENT or name.startswith(_SETTINGS_PREFIX):
             if name in _PATH_VARIABLES and value:
                 value = _absolute(value, cwd, program=False)
@@ -330,7 +333,12 @@ def parse_systemctl_show(text: str) -> dict[str, str]:
 
 
 def launchd_plist(spec: ServiceSpec, log_path: str) -> bytes:
-    """The launch agent that runs ``spec`` at login and restarts it when it fails."""
+    """The launch agent that runs ``spec`` at login and restarts it when it fails.
+
+    launchd has no ``RestartPreventExitStatus``: any non-zero exit, a
+    configuration error's 2 included, is started again, at most every
+    ``ThrottleInterval`` seconds (docs/operations.md says so).
+    """
     agent: dict[str, object] = {
         "Label": LAUNCHD_LABEL,
         "ProgramArguments": list(spec.command),

@@ -260,6 +260,29 @@ def test_configuration_errors_name_the_key(state_dir: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+def test_the_shell_integrations_variables_are_not_unknown_settings(state_dir: Path) -> None:
+    # What a shell started by a host (or by tmux after a host ran) carries.
+    env = {**os.environ, "MIRROR_HOST_MARK_NONCE": "ab" * 16, "MIRROR_HOST_ZDOTDIR": "/z"}
+    result = cli(state_dir, "check-config", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "MIRROR_HOST" not in result.stderr
+    devices = cli(state_dir, "devices", env=env)
+    assert devices.returncode == 0 and "warning" not in devices.stderr, devices.stderr
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mirror_host", "serve", "--source", "local",
+            "--local-command", "cat", "--listen", "127.0.0.1:0",
+            "--advertise-address", "192.0.2.10", "--state-dir", str(state_dir),
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        wait_until_serving(state_dir, process)
+    finally:
+        assert stop(process) == 0
+
+
+@pytest.mark.slow
 def test_a_configuration_typo_does_not_block_the_admin_commands(
     state_dir: Path, tmp_path: Path
 ) -> None:

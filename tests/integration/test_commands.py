@@ -19,6 +19,7 @@ from mirror_host.client.client import MirrorClient, login
 from mirror_host.commands import herdr as herdr_commands
 from mirror_host.commands.herdr import HerdrCommands
 from mirror_host.commands.receipts import MAX_RECEIPTS
+from mirror_host.commands.responses import NO_LONGER_OWNS, rejected
 from mirror_host.commands.service import CommandService
 from mirror_host.config import Profile
 from mirror_host.host.server import Host
@@ -333,6 +334,30 @@ async def test_agent_input_on_an_old_server_confirms_before_enter(
             assert (
                 fake.requests_for("pane.send_input") and not fake.requests_for("agent.prompt")[1:]
             )
+
+
+async def test_agent_input_on_an_old_server_types_nothing_once_the_lease_is_lost(
+    state_dir: Path,
+) -> None:
+    # The lease holds when the host asks for agent.prompt and is lost by the time
+    # the old server has refused it as unknown: the fallback must not type the text.
+    async with command_host(state_dir, protocol=16) as (host, fake, ids):
+        backend = host.hub.commands.backend
+        assert isinstance(backend, HerdrCommands)
+        pane = pane_uuid(fake.terminal_id(ids["agent"]))
+        before = fake.received_input(ids["agent"])
+
+        def authorized() -> bool:
+            return not fake.requests_for("agent.prompt")
+
+        with trio.fail_after(30):
+            result = await backend.agent_input(
+                pane, "echo too-late", dispatch=False, authorized=authorized
+            )
+        assert result == rejected(NO_LONGER_OWNS)
+        assert fake.requests_for("agent.prompt")  # it was asked, and refused as unknown
+        assert not fake.requests_for("pane.send_input") and not fake.requests_for("pane.send_keys")
+        assert fake.received_input(ids["agent"]) == before
 
 
 async def test_blocked_or_agentless_panes_get_nothing(state_dir: Path) -> None:

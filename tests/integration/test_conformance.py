@@ -31,6 +31,7 @@ from mirror_host.client.conformance.probe import SuiteAborted
 from mirror_host.client.conformance.report import CheckResult, Status
 from mirror_host.client.conformance.suite import CHECKS, SuiteOptions, run_suite
 from mirror_host.client.credentials import CredentialStore
+from mirror_host.commands.local import LocalCommands
 from mirror_host.commands.service import CommandService
 from mirror_host.control import (
     Intent,
@@ -96,10 +97,13 @@ class _ShellBackend:
 
 @asynccontextmanager
 async def host_for_suite(
-    state_dir: Path, *, commands: bool = False, pane: str = PANE_COMMAND
+    state_dir: Path, *, commands: bool = False, pane: str = PANE_COMMAND, own: bool = False
 ) -> AsyncIterator[Host]:
+    """A local host; ``own``: with mirror-host's own local commands (``shell-send`` on)."""
     source = LocalSource([pane], columns=80, rows=24)
     service = CommandService(_ShellBackend()) if commands else None  # type: ignore[arg-type]
+    if own:
+        service = CommandService(LocalCommands(source, profiles=(), shell_send=True))
     try:
         async with trio.open_nursery() as nursery:
             host: Host = await nursery.start(
@@ -125,8 +129,9 @@ async def run_against(
     pane: str = PANE_COMMAND,
     allow_input: bool = True,
     wait: float = WAIT,
+    own: bool = False,
 ) -> dict[str, CheckResult]:
-    async with host_for_suite(state_dir, commands=commands, pane=pane) as host:
+    async with host_for_suite(state_dir, commands=commands, pane=pane, own=own) as host:
         code = (await host.open_pairing_window()).code
         results = await run_suite(
             HostAddress("127.0.0.1", port_of(host)),
@@ -145,6 +150,21 @@ async def test_mirror_host_passes_every_check(state_dir: Path) -> None:
     assert set(results) == {"pair.enroll", *(check.name for check in CHECKS)}
     failures = {n: r.detail for n, r in results.items() if r.status is not Status.PASSED}
     assert failures == {}
+
+
+@pytest.mark.slow
+async def test_mirror_host_with_its_own_commands_passes_every_check(state_dir: Path) -> None:
+    # As `mirror-host serve --source local` runs: shell-send advertised, so an empty
+    # `send` is the shell's to refuse (INVALID_ARGUMENT), not the mirror layer's.
+    results = await run_against(state_dir, own=True)
+    failures = {n: r.detail for n, r in results.items() if r.status is not Status.PASSED}
+    assert failures == {}
+    refused = results["commands.send-refused"].detail
+    assert refused == "shell-send: an empty `send` refused before typing (INVALID_ARGUMENT)"
+    exact = await run_against(state_dir, ("commands.send-refused",), commands=True)
+    assert exact["commands.send-refused"].detail == (
+        "refused: REMOTE_COMMAND_REJECTED with the exact message"
+    )
 
 
 # ---------------------------------------------------------------- planted faults

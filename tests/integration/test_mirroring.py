@@ -443,3 +443,44 @@ async def test_host_stop_tells_subscribers(state_dir: Path) -> None:
         outer_scope[0].cancel()
         await stopped.wait()
     assert c.Ended(reason=c.EndReason.HOST_STOPPED) in endings
+
+
+def _environ_of(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(entry.decode().partition("=")[::2] for entry in entries if entry)
+
+
+@pytest.mark.parametrize("shell_integration", [True, False])
+async def test_a_local_pane_gets_no_host_only_variable(
+    state_dir: Path, shell_integration: bool
+) -> None:
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("reads /proc/PID/environ (Linux)")
+    inherited = {
+        "PATH": "/usr/bin:/bin",
+        "MIRROR_HOST_SERVICE": "systemd",  # the host runs as the service …
+        "MIRROR_HOST_MARK_NONCE": "ab" * 16,  # … or was started from a signed shell
+        "MIRROR_HOST_ZDOTDIR": "/nowhere",
+        "MIRROR_HOST_LOG_LEVEL": "info",  # a setting is the user's: passed on
+    }
+    source = LocalSource(
+        ["exec sleep 30"], columns=80, rows=24, cwd=str(state_dir), env=inherited,
+        shell_integration=shell_integration,
+    )  # fmt: skip
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(10):
+            while not source.live_panes():
+                await trio.sleep(0.02)
+        (pane,) = source.live_panes()
+        environ = _environ_of(pane.pid)
+        nursery.cancel_scope.cancel()
+    assert "MIRROR_HOST_SERVICE" not in environ and "MIRROR_HOST_ZDOTDIR" not in environ
+    assert environ["MIRROR_HOST_LOG_LEVEL"] == "info"
+    nonce = environ.get("MIRROR_HOST_MARK_NONCE")
+    if shell_integration:  # a new one of its own
+        assert nonce is not None and nonce != "ab" * 16
+        assert pane.screen.prompt.signed_only
+    else:  # none at all: nothing signs, and the screen expects no signature
+        assert nonce is None
+        assert not pane.screen.prompt.signed_only

@@ -617,13 +617,36 @@ async def test_the_nonce_stays_in_the_shell(state_dir: Path, shell: str) -> None
         nonce = started_with_nonce(setup.local_source.pane(setup.pane).pid)
         assert nonce is not None  # the host started the shell with one …
         await status_becomes(phone, sub, setup, "idle")  # … and it signs its marks with it
-        # bash's prompt strings name the nonce, so exporting them gives nothing away.
-        text = f"{'export PS1 PS0; ' if shell == 'bash' else ''}env > {env_file}"
+        # bash's prompt strings name the nonce, so exporting them gives nothing away;
+        # zsh's PS1 holds the marks only while the prompt waits.
+        exports = {"bash": "export PS1 PS0; ", "zsh": "export PS1; "}.get(shell, "")
+        text = f"{exports}env > {env_file}"
         assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
         await status_becomes(phone, sub, setup, "idle")
         inherited = env_file.read_text()
         assert "PATH=" in inherited
         assert NONCE_VARIABLE not in inherited and nonce not in inherited
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
+async def test_zsh_hands_on_its_exported_prompt_without_the_marks(state_dir: Path) -> None:
+    """A PS1 zsh imported from its environment stays exported, but never with the
+    marks: a shell ``exec``'d in zsh's place would draw signed prompts."""
+    env_file = state_dir / "env.txt"
+    async with (
+        local_rig(state_dir, "zsh -i", env={"PS1": "zsh%# "}) as setup,
+        phone_on(setup) as (phone, sub, _),
+    ):
+        assert setup.local_source is not None
+        nonce = started_with_nonce(setup.local_source.pane(setup.pane).pid)
+        assert nonce is not None
+        await status_becomes(phone, sub, setup, "idle")
+        text = f"env > {env_file}"
+        assert await command(phone, send_command(setup.pane, text), sub=sub) == ran(text)
+        await status_becomes(phone, sub, setup, "idle")  # marked again for the next prompt
+        inherited = env_file.read_bytes()
+        assert b"\nPS1=zsh%# \n" in inherited  # still exported, as it came
+        assert nonce.encode() not in inherited and b"133;" not in inherited
 
 
 class _Unadvertised(LocalCommands):

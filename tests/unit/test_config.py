@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import tomllib
 from pathlib import Path
 
@@ -18,6 +20,9 @@ from mirror_host.config import (
 )
 from mirror_host.config_file import env_layer, load_config
 from mirror_host.errors import ConfigError
+from mirror_host.shell import inject
+from mirror_host.shell.environment import INJECTED_VARIABLES
+from mirror_host.shell.integration import snippet
 
 
 def test_defaults() -> None:
@@ -76,6 +81,18 @@ def test_env_layer_maps_names_and_refuses_unknown() -> None:
     assert commands.values == {"local.commands": ["htop", "bash -l"]}
     with pytest.raises(ConfigError, match="MIRROR_HOST_LISTEN"):
         env_layer({"MIRROR_HOST_LISTEN": "x"})
+
+
+def test_the_variables_the_shell_integration_hands_out_are_not_settings() -> None:
+    # A shell the host (or a tmux server after a host ran) started carries them;
+    # mirror-host run from it must not call them unknown settings.
+    scripts = "".join(snippet(shell) for shell in ("bash", "zsh", "fish"))
+    scripts += inspect.getsource(inject)
+    named = set(re.findall(r"MIRROR_HOST_[A-Z_]+", scripts))
+    assert {"MIRROR_HOST_MARK_NONCE", "MIRROR_HOST_BASH_INJECT", "MIRROR_HOST_ZDOTDIR"} <= named
+    assert named <= INJECTED_VARIABLES
+    environ = dict.fromkeys([*INJECTED_VARIABLES, "MIRROR_HOST_SERVICE"], "x")
+    assert env_layer({**environ, "MIRROR_HOST_LOG_LEVEL": "debug"}).values == {"log.level": "debug"}
 
 
 def test_load_config_precedence(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from mirror_host.client.conformance.rules import (
     moved_up,
     page_problem,
     same_snapshot,
+    send_refusal_problem,
     view_rows,
 )
 from mirror_host.client.conformance.suite import CHECKS, Check
@@ -167,6 +168,27 @@ def test_command_capabilities_need_launch_profile() -> None:
     assert problem is not None
     assert problem.startswith("the host advertises agents-dispatch, agent-input but not")
     assert "send no command at all" in problem
+
+
+def _send_error(code: str, message: str = "The command is empty.") -> dict[str, object]:
+    return {"ok": False, "command": "send", "schema_version": "prowl.cli.send.v1",
+            "error": {"code": code, "message": message}}  # fmt: skip
+
+
+def test_an_empty_send_on_a_shell_send_host_is_a_refusal() -> None:
+    assert send_refusal_problem(_send_error("INVALID_ARGUMENT")) is None
+    assert send_refusal_problem(_send_error("SHELL_BUSY", "A job runs.")) is None
+    for code in ("SEND_FAILED", "REMOTE_COMMAND_UNCONFIRMED", "DISPATCH_FAILED"):
+        problem = send_refusal_problem(_send_error(code))
+        assert problem is not None and code in problem and "maybe typed" in problem
+    accepted = {"ok": True, "command": "send", "data": {}}
+    assert "was not refused" in (send_refusal_problem(accepted) or "")
+    remote = {**_send_error("REMOTE_COMMAND_REJECTED"), "command": "remote"}
+    assert "not 'send'" in (send_refusal_problem(remote) or "")
+    assert "code and message" in (send_refusal_problem(_send_error("INVALID_ARGUMENT", "")) or "")
+    assert "code and message" in (
+        send_refusal_problem({"ok": False, "command": "send", "error": "no"}) or ""
+    )
 
 
 def test_history_must_be_answered_before_android_gives_up() -> None:

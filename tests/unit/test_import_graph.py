@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Each room's doors: the lower rooms it may import. ``"*"``: any lower room.
 DOORS: dict[str, frozenset[str]] = {
     "cli": frozenset({"*"}),
-    "config_file": frozenset({"config", "errors"}),
+    "config_file": frozenset({"config", "shell", "errors"}),
     "inspect": frozenset({"auth", "control", "wire", "errors"}),
     "logs": frozenset(),
     "qr_display": frozenset(),
@@ -67,7 +67,7 @@ DOORS: dict[str, frozenset[str]] = {
             "errors",
         }
     ),
-    "system_service": frozenset({"files", "errors"}),
+    "system_service": frozenset({"shell", "files", "errors"}),
     "commands": frozenset(
         {"panes", "terminal", "shell", "agents", "session", "config", "control", "errors"}
     ),
@@ -106,6 +106,9 @@ DOORS: dict[str, frozenset[str]] = {
 #: builds one and hands it over); command backends type against a Protocol of
 #: what they use, and import a source's values, never the source.
 ONLY: dict[tuple[str, str], tuple[str, ...]] = {
+    # The names the shell integration hands to shells, which are not settings.
+    ("config_file", "shell"): ("shell.environment",),
+    ("system_service", "shell"): ("shell.environment",),
     ("host", "panes"): ("panes.model", "panes.source"),
     ("commands", "panes"): (
         "panes.model",

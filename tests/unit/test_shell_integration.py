@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -124,6 +125,36 @@ def test_every_snippet_signs_its_marks_with_the_nonce_it_is_given() -> None:
         assert NONCE_VARIABLE in text and "mh=" in text and "__mirror_host_mh" in text
     # bash names the nonce in its prompt strings (often exported), never copies it there.
     assert "${__mirror_host_mh}" in snippet("bash")
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
+@pytest.mark.timeout(20)
+def test_zsh_never_exports_its_marks(tmp_path: Path) -> None:
+    """What a program started at zsh's prompt (a completion's) or by its command
+    line inherits: PS1 as the user exported it, never the signed marks."""
+    nonce = new_nonce()
+    (tmp_path / "mh.zsh").write_text(snippet("zsh"))
+    script = (
+        "source ./mh.zsh; __mirror_host_precmd; print -r -- ${(t)PS1}; env > at-prompt; "
+        "__mirror_host_preexec; print -r -- ${(t)PS1}; env > in-command"
+    )
+    environ = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "TERM": "dumb", "PS1": "z%# ", NONCE_VARIABLE: nonce}  # fmt: skip
+    result = subprocess.run(
+        ["zsh", "-f", "-i", "-c", script], cwd=tmp_path, env=environ,
+        capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # Each hook's signed mark, then PS1's type at the prompt and in a command.
+    assert result.stdout == (
+        f"\x1b]133;D;0;mh={nonce}\x07scalar-special\n"
+        f"\x1b]133;C;mh={nonce}\x07scalar-export-special\n"
+    )
+    at_prompt = (tmp_path / "at-prompt").read_text()
+    in_command = (tmp_path / "in-command").read_text()
+    assert "PS1=" not in at_prompt and "\nPS1=z%# \n" in in_command
+    for inherited in (at_prompt, in_command):
+        assert nonce not in inherited and "133;" not in inherited
 
 
 def test_nonces(tmp_path: Path) -> None:

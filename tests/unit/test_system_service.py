@@ -7,7 +7,9 @@ import re
 
 import pytest
 
+from mirror_host import cli_serve
 from mirror_host.errors import ConfigError, ServiceError
+from mirror_host.panes import local
 from mirror_host.system_service.units import (
     LAUNCHD_LABEL,
     LOG_PACKETS_REFUSED,
@@ -31,6 +33,7 @@ from mirror_host.system_service.units import (
     systemd_unit,
     uninstall_plan,
 )
+from tests.conftest import REPO
 
 PYTHON = "/home/ada/venv/bin/python3"
 HOME = "/home/ada"
@@ -133,6 +136,22 @@ def test_only_the_variables_that_shape_serve_are_carried() -> None:
     ]  # fmt: skip
 
 
+def test_the_shell_integrations_variables_are_not_carried() -> None:
+    # install run from a pane the host started (or a tmux pane after a host ran).
+    environ = {"PATH": "/bin", "MIRROR_HOST_SERVER_LISTEN": "0.0.0.0:7880",
+               "MIRROR_HOST_SERVICE": "systemd", "MIRROR_HOST_MARK_NONCE": "ab" * 16,
+               "MIRROR_HOST_BASH_INJECT": "1", "MIRROR_HOST_BASH_ENV": "/e",
+               "MIRROR_HOST_BASH_HISTFILE": "1", "MIRROR_HOST_ZDOTDIR": "/z"}  # fmt: skip
+    assert [name for name, _ in service_environment(environ, "/")] == [
+        "MIRROR_HOST_SERVER_LISTEN", "PATH",
+    ]  # fmt: skip
+
+
+def test_the_local_source_strips_the_same_marker_the_unit_sets() -> None:
+    # panes/local.py may not import this room, so it names the marker itself.
+    assert local.SERVICE_MARKER == SERVICE_MARKER
+
+
 def test_pair_is_refused_and_python_must_be_a_path() -> None:
     with pytest.raises(ServiceError, match="--pair"):
         spec("--source", "local", "--pair")
@@ -177,6 +196,22 @@ def test_the_launchd_agent_runs_the_same_command_and_logs_under_library_logs() -
     assert agent["RunAtLoad"] is True
     assert agent["KeepAlive"] == {"SuccessfulExit": False}
     assert agent["WorkingDirectory"] == HOME
+
+
+def test_what_the_docs_say_about_restarting_after_exit_2_is_what_the_definitions_do() -> None:
+    unit = systemd_unit(spec())
+    agent = plistlib.loads(launchd_plist(spec(), "/log"))
+    assert "RestartPreventExitStatus=2" in unit.splitlines()
+    # launchd has no such exception: every non-zero exit is started again.
+    assert agent["KeepAlive"] == {"SuccessfulExit": False}
+    every = f"every {agent['ThrottleInterval']} s"
+    operations = " ".join((REPO / "docs" / "operations.md").read_text().split())
+    assert f"systemd does not restart after it; launchd retries {every}" in operations
+    assert cli_serve.serve.__doc__ is not None
+    docstring = " ".join(cli_serve.serve.__doc__.split())
+    assert f"systemd does not restart it, launchd starts it again {every}" in docstring
+    security = " ".join((REPO / "docs" / "security.md").read_text().split())
+    assert f"systemd leaves it stopped, launchd starts it again {every}" in security
 
 
 def test_systemd_unit_path_follows_xdg_config_home() -> None:

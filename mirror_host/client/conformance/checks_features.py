@@ -38,6 +38,7 @@ from mirror_host.client.conformance.rules import (
     page_bytes,
     page_problem,
     same_snapshot,
+    send_refusal_problem,
     view_rows,
 )
 from mirror_host.control import (
@@ -403,7 +404,8 @@ async def check_history_invalid(ctx: Context) -> str:
 
 
 async def check_commands_send_refused(ctx: Context) -> str:
-    """Remote shell ``send`` is refused with Prowl's exact REMOTE_COMMAND_REJECTED message."""
+    """An empty ``send`` is refused: with Prowl's exact REMOTE_COMMAND_REJECTED message, or,
+    where the host advertises ``shell-send`` (it runs command lines), before anything is typed."""
     if not any(c in ctx.capabilities for c in COMMAND_CAPABILITIES):
         raise CheckSkipped("the host advertises no command service")
     pane = ctx.pane()
@@ -432,6 +434,12 @@ async def check_commands_send_refused(ctx: Context) -> str:
     if response.request_id != request_id:
         fail(f"`commandResult` names request {response.request_id}, not {request_id}")
     body = response.response
+    if "shell-send" in ctx.capabilities:
+        problem = send_refusal_problem(body)
+        if problem is not None:
+            fail(problem)
+        assert isinstance(body, dict) and isinstance(body["error"], dict)
+        return f"shell-send: an empty `send` refused before typing ({body['error']['code']})"
     expected = {
         "ok": False,
         "command": "remote",

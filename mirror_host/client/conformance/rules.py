@@ -7,7 +7,8 @@
   back (:func:`moved_up`), i.e. a scroll was applied again;
 * what Prowl's own apps require beyond the wire rules: ``launch-profile`` beside
   any command capability (:func:`launch_profile_problem`), history answered
-  before Android gives up (:func:`history_answer_problem`);
+  before Android gives up (:func:`history_answer_problem`), an empty ``send``
+  refused as a refusal where ``shell-send`` is advertised (:func:`send_refusal_problem`);
 * the exit status of a run (:func:`exit_status`).
 
 Nothing here reads a clock or touches the network.
@@ -37,6 +38,7 @@ __all__ = [
     "page_bytes",
     "page_problem",
     "same_snapshot",
+    "send_refusal_problem",
     "view_rows",
 ]
 
@@ -176,6 +178,36 @@ def launch_profile_problem(capabilities: Sequence[str]) -> str | None:
         "and Android apps send no command at all without it (no `list`, no `agentsInput`; "
         "the composer's Send stays disabled), so a phone can watch an agent but never answer it"
     )
+
+
+#: Error codes Prowl's apps read as "maybe delivered" (draft kept, a receipt
+#: awaited); every other code is a refusal: nothing was typed.
+UNCONFIRMED_CODES = ("REMOTE_COMMAND_UNCONFIRMED", "DISPATCH_FAILED", "SEND_FAILED")
+
+
+def send_refusal_problem(body: object) -> str | None:
+    """Why ``body``, the answer to an empty ``send`` on a ``shell-send`` host, is no refusal.
+
+    The host runs shell command lines, so it answers as ``send`` (not as the
+    mirror layer's ``remote``); an empty one must be refused before anything is
+    typed: ``ok`` false and an ``error`` with a code and a message (iOS needs
+    both) whose code the apps read as a refusal, not as "maybe delivered".
+    """
+    if not isinstance(body, dict) or body.get("ok") is not False:
+        return f"an empty `send` was not refused: {body!r}"[:400]
+    if body.get("command") != "send":
+        return f"an empty `send` was answered as command {body.get('command')!r}, not 'send'"
+    error = body.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(code, str) or not code or not isinstance(message, str) or not message:
+        return f"the refusal of an empty `send` lacks an error code and message: {error!r}"[:400]
+    if code in UNCONFIRMED_CODES:
+        return (
+            f"an empty `send` was answered {code}, which Prowl's apps read as maybe typed: "
+            "it must be refused before anything is written"
+        )
+    return None
 
 
 def history_answer_problem(seconds: float | None, waited: float) -> str | None:

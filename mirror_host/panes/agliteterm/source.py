@@ -256,6 +256,11 @@ class AgliteSource:
                 self._idle_since[key] = trio.current_time()
                 self._idle_changed.set()
 
+    def _still_idle(self, key: str) -> bool:
+        """Whether an expired pane's lanes may still close: no call and no watch
+        started on it, and no new idle period began, since it expired."""
+        return key not in self._idle_since and key not in self._one_offs and not self._watched(key)
+
     def _watched(self, pane_id: str) -> bool:
         return any(m.pane.pane_id == pane_id and not m.gone for m in self._mirrors.values())
 
@@ -265,13 +270,18 @@ class AgliteSource:
         while True:
             self._idle_changed = trio.Event()
             now = trio.current_time()
-            for key, since in list(self._idle_since.items()):
-                if now - since < self.idle_lane_seconds:
-                    continue
+            # Taken out all at once, before any await: a one-off (or _reconcile)
+            # may change the table while a lane closes.
+            expired = [
+                key for key, since in self._idle_since.items()
+                if now - since >= self.idle_lane_seconds
+            ]  # fmt: skip
+            for key in expired:
                 del self._idle_since[key]
-                if key in self._one_offs or self._watched(key):
-                    continue
+            for key in expired:
                 for kind in PANE_LANES:
+                    if not self._still_idle(key):
+                        break  # in use again (or idle anew) since it expired
                     await self.client.close_lane(f"{kind}:{key}")
             if not self._idle_since:
                 await self._idle_changed.wait()

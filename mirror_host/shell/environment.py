@@ -1,0 +1,40 @@
+"""The ``MIRROR_HOST_*`` variables the shell integration hands to the shells it starts. Pure.
+
+They share the settings' prefix but are not settings: the settings reader skips
+them (:mod:`mirror_host.config_file`), so a ``mirror-host`` run from a shell that
+inherited one is not refused for an unknown setting, and ``service install``
+does not copy them into a service (:mod:`mirror_host.system_service.units`).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BASH_ENV_VARIABLE",
+    "BASH_HISTFILE_VARIABLE",
+    "BASH_INJECT_VARIABLE",
+    "INJECTED_VARIABLES",
+    "NONCE_VARIABLE",
+    "ZDOTDIR_VARIABLE",
+]
+
+#: The nonce a shell signs its prompt marks with (:mod:`mirror_host.shell.nonce`).
+NONCE_VARIABLE = "MIRROR_HOST_MARK_NONCE"
+#: bash's start-up flags, its own ``ENV`` and whether ``HISTFILE`` was ours
+#: (:mod:`mirror_host.shell.inject`).
+BASH_INJECT_VARIABLE = "MIRROR_HOST_BASH_INJECT"
+BASH_ENV_VARIABLE = "MIRROR_HOST_BASH_ENV"
+BASH_HISTFILE_VARIABLE = "MIRROR_HOST_BASH_HISTFILE"
+#: zsh's own ``ZDOTDIR`` (:mod:`mirror_host.shell.inject`).
+ZDOTDIR_VARIABLE = "MIRROR_HOST_ZDOTDIR"
+
+#: Every name above: what a shell started by mirror-host (or under tmux after a
+#: host ran) may carry.
+INJECTED_VARIABLES = frozenset(
+    {
+        NONCE_VARIABLE,
+        BASH_INJECT_VARIABLE,
+        BASH_ENV_VARIABLE,
+        BASH_HISTFILE_VARIABLE,
+        ZDOTDIR_VARIABLE,
+    }
+)
