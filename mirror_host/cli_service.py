@@ -23,7 +23,7 @@ Every flag that `mirror-host serve` takes can follow, except `--pair` and
 mistaken for an option of install itself. The service runs `serve` with
 those flags, with the Python that runs this command, and with this shell's PATH,
 SHELL, locale, XDG directories, HERDR_SOCKET_PATH, HERDR_SESSION, TMUX_TMPDIR and
-MIRROR_HOST_* variables, so it finds the same programs, config file and state
+MIRROR_HOST_* settings, so it finds the same programs, config file and state
 directory as `mirror-host serve` run here. Run install again to change them.
 
 Linux: a systemd user unit, ~/.config/systemd/user/mirror-host.service, enabled and

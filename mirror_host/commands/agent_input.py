@@ -57,7 +57,7 @@ from mirror_host.commands.responses import (
     NO_LONGER_OWNS,
     cli_error,
     cli_success,
-    grapheme_count,
+    input_delivered,
     rejected,
 )
 from mirror_host.control.swiftjson import JSONValue
@@ -438,12 +438,4 @@ async def _confirm_and_enter(
             command, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
         )
     logger.info("delivered a %d-byte prompt to %s", len(prompt.encode()), before.agent)
-    data: dict[str, JSONValue] = {
-        "input": {
-            "source": "argument",
-            "characters": grapheme_count(prompt),
-            "bytes": len(prompt.encode("utf-8")),
-            "trailing_enter_sent": True,
-        }
-    }
-    return cli_success(command, data)
+    return cli_success(command, input_delivered(prompt, "argument"))

@@ -43,7 +43,7 @@ from mirror_host.commands.responses import (
     NO_LONGER_OWNS,
     cli_error,
     cli_success,
-    grapheme_count,
+    input_delivered,
     rejected,
 )
 from mirror_host.config import Profile
@@ -395,14 +395,7 @@ class HerdrCommands:
             )
         if not authorized():
             return rejected(NO_LONGER_OWNS)
-        data: dict[str, JSONValue] = {
-            "input": {
-                "source": "argument",
-                "characters": grapheme_count(prompt),
-                "bytes": len(prompt.encode("utf-8")),
-                "trailing_enter_sent": True,
-            }
-        }
+        data = input_delivered(prompt, "argument")
         # From the first byte on, finished even if the lease is lost meanwhile (Enter
         # withheld): cut off, it could only be reported as cancelled before delivery.
         return await finish_writing(

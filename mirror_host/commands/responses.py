@@ -30,6 +30,7 @@ __all__ = [
     "cli_error",
     "cli_success",
     "grapheme_count",
+    "input_delivered",
     "rejected",
     "unconfirmed",
 ]
@@ -98,6 +99,19 @@ def cli_error(command: str, code: str, message: str) -> JSONValue:
         "command": name,
         "schema_version": schema,
         "error": {"code": code, "message": message},
+    }
+
+
+def input_delivered(text: str, source: str) -> dict[str, JSONValue]:
+    """The ``data`` of a delivered input (``agents.input``, ``send``): what the apps
+    check against what they sent (the UTF-8 byte count) before they clear it."""
+    return {
+        "input": {
+            "source": source,
+            "characters": grapheme_count(text),
+            "bytes": len(text.encode("utf-8")),
+            "trailing_enter_sent": True,
+        }
     }
 
 

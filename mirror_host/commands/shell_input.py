@@ -45,7 +45,7 @@ from mirror_host.commands.responses import (
     NO_LONGER_OWNS,
     cli_error,
     cli_success,
-    grapheme_count,
+    input_delivered,
     rejected,
 )
 from mirror_host.control import SendCommand
@@ -245,15 +245,7 @@ async def _write_and_run(
             _COMMAND, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
         )
     logger.info("ran a %d-byte command line in a shell pane", len(text.encode()))
-    data: dict[str, JSONValue] = {
-        "input": {
-            "source": "argv",
-            "characters": grapheme_count(text),
-            "bytes": len(text.encode("utf-8")),
-            "trailing_enter_sent": True,
-        }
-    }
-    return cli_success(_COMMAND, data)
+    return cli_success(_COMMAND, input_delivered(text, "argv"))
 
 
 async def _echoed(

@@ -279,7 +279,7 @@ def systemd_quote(word: str, *, expands_variables: bool) -> str:
 def systemd_unit(spec: ServiceSpec) -> str:
     """The user unit that runs ``spec``.
 
-    ``KillMode=mixed`` sends SIGTERM to the host alone, which tells subscribers
+    ``KillMode=mixed`` sends SIGTERM to the host alone, which tells every logged-in device
     the host stopped and hangs up its local panes itself; exit status 2 (bad
     settings) is not restarted, since it would fail the same way again.
     """
