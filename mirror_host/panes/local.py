@@ -57,12 +57,12 @@ logger = logging.getLogger(__name__)
 
 _READ_BYTES = 65_536
 _REPLY_QUEUE = 256
-#: ``--local-respawn``: the first wait before starting the panes again; it doubles
-#: (up to the maximum) while they keep exiting within the stable time.
 #: The service's marker (``mirror_host.system_service.units.SERVICE_MARKER``, a
 #: room this one does not import): set for ``serve`` by a systemd unit or launchd
 #: agent, and never handed on to the panes' programs.
 SERVICE_MARKER = "MIRROR_HOST_SERVICE"
+#: ``--local-respawn``: the first wait before starting the panes again; it doubles
+#: (up to the maximum) while they keep exiting within the stable time.
 RESPAWN_FIRST_SECONDS = 1.0
 RESPAWN_MAX_SECONDS = 60.0
 RESPAWN_STABLE_SECONDS = 10.0

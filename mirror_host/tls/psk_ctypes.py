@@ -91,6 +91,7 @@ class _PySSLContext(ctypes.Structure):
         ("alpn_protocols_len", ctypes.c_uint),
         ("set_sni_cb", ctypes.c_void_p),
         ("check_hostname", ctypes.c_int),
+        ("hostflags", ctypes.c_uint),
         ("protocol", ctypes.c_int),
         ("post_handshake_auth", ctypes.c_int),
         ("msg_cb", ctypes.c_void_p),

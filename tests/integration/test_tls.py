@@ -321,6 +321,10 @@ def test_ctypes_route_reads_nothing_from_a_context_of_unknown_layout(
     class Grown(ssl.SSLContext):
         """Stands in for an _SSLContext whose struct grew (another CPython build)."""
 
+        # A slot grows the instance on every version (from 3.12 a subclass's
+        # __dict__ is kept outside the struct, so a plain subclass is no bigger).
+        __slots__ = ("grown",)
+
     libssl = psk_ctypes._load()
     asked: list[int] = []
     real_get_options = libssl.get_options
