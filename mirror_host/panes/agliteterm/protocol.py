@@ -15,7 +15,8 @@ something surprising when they are broken:
 * an empty ``target`` (or ``active``) means "the focused session": every
   surface verb must name its pane, so a request without one is refused too;
 * lite's request parser skips spaces and tabs only, so requests are written
-  as compact JSON, ASCII only (``\\uXXXX`` escapes, which lite decodes).
+  as compact JSON, ASCII only (a ``\\u`` escape and four hex digits for anything
+  else, which lite decodes).
 
 Error replies carry free text and no code. :func:`decode_reply` turns the
 texts the docs and sources document into typed exceptions: a gone session
