@@ -179,7 +179,7 @@ def _add_wire(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="UNIX_SECONDS",
         help="the clock used to judge a QR payload's expiry (default: the current time)",
     )
-    decode.set_defaults(parser=decode, handler=_run_wire_decode, input_kind=None)
+    decode.set_defaults(parser=decode, handler=_run_wire_decode, input_kind="packets")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -563,12 +563,12 @@ def _run_shell_init(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> 
 def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     now = args.now if args.now is not None else time.time()
     try:
-        data = read_input(stdin.read(), args.input_kind or "packets")
+        data = read_input(stdin.read(), args.input_kind)
     except InvalidHex as exc:
         stdout.write(dump_json({"error": str(exc)}).decode("utf-8") + "\n")
         return 1
     status = 0
-    for line in describe(data, args.input_kind or "packets", now=now):
+    for line in describe(data, args.input_kind, now=now):
         stdout.write(line.decode("utf-8") + "\n")
         if line.startswith(b'{"error":'):
             status = 1

@@ -261,18 +261,6 @@ def _text_list(value: object) -> tuple[str, ...]:
     raise ValueError("expected a string or an array of strings")
 
 
-def _switch(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "yes", "on", "1"):
-            return True
-        if text in ("false", "no", "off", "0"):
-            return False
-    raise ValueError(f"expected true or false, got {value!r}")
-
-
 def _address(value: object) -> str | None:
     text = _optional_text(value)
     if text is not None:
@@ -331,7 +319,7 @@ KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
     "herdr.session": ("herdr", "session", _optional_text),
     "tmux.socket_name": ("tmux", "socket_name", _optional_text),
     "tmux.socket_path": ("tmux", "socket_path", _optional_text),
-    "commands.shell_send": ("commands", "shell_send", _switch),
+    "commands.shell_send": ("commands", "shell_send", _boolean),
     "agliteterm.socket": ("agliteterm", "socket", _optional_text),
     "agliteterm.command": ("agliteterm", "command", _optional_text),
 }

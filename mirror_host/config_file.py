@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mirror_host.config import KEYS, Config, Layer, OnProblem, build_config, flatten_table
 from mirror_host.errors import ConfigError
-from mirror_host.shell.environment import INJECTED_VARIABLES
+from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
 __all__ = [
     "ENV_PREFIX",
@@ -29,8 +29,8 @@ __all__ = [
 
 ENV_PREFIX = "MIRROR_HOST_"
 #: Names under the prefix that are not settings: the config file's path, the
-#: service's marker (units.py), and what the shell integration hands to shells.
-_ENV_RESERVED = frozenset({"MIRROR_HOST_CONFIG", "MIRROR_HOST_SERVICE", *INJECTED_VARIABLES})
+#: service's marker, and what the shell integration hands to shells.
+_ENV_RESERVED = frozenset({"MIRROR_HOST_CONFIG", SERVICE_MARKER, *INJECTED_VARIABLES})
 
 
 def _home() -> Path:

@@ -105,11 +105,6 @@ class PairingWindows:
         (between its deadline and :meth:`expire` it is still here, but not open)."""
         return self._window
 
-    @property
-    def number(self) -> int | None:
-        """The number of :attr:`window`."""
-        return self._number
-
     def open(
         self, *, now: float, now_unix: float, token_bytes: Callable[[int], bytes]
     ) -> tuple[PairingWindow, int]:

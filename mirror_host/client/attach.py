@@ -163,11 +163,7 @@ async def obtain_credential(
     except HostIdentityChanged as exc:
         raise _identity_changed(address) from exc
     except HandshakeFailed as exc:
-        if exc.before_tls:
-            raise AttachError(f"{address} {LOCKED_OUT}") from exc
-        if exc.not_prowl:
-            raise AttachError(f"{address} {NOT_PROWL}") from exc
-        raise AttachError(
+        raise _not_a_key_problem(address, exc) or AttachError(
             f"pairing with {address} failed: the code is wrong or has expired "
             "(open a new pairing window on the host and try again)"
         ) from exc
@@ -192,14 +188,22 @@ def _identity_changed(address: HostAddress) -> AttachError:
     )
 
 
+def _not_a_key_problem(address: HostAddress, exc: HandshakeFailed) -> AttachError | None:
+    """A failed handshake whose cause is not the code or the key: the host's lock-out
+    (refused before TLS), or a peer that is not a Prowl host."""
+    if exc.before_tls:
+        return AttachError(f"{address} {LOCKED_OUT}")
+    if exc.not_prowl:
+        return AttachError(f"{address} {NOT_PROWL}")
+    return None
+
+
 def _login_error(address: HostAddress, exc: Exception) -> AttachError:
     if isinstance(exc, HostIdentityChanged):
         return _identity_changed(address)
     if isinstance(exc, HandshakeFailed):
-        if exc.before_tls:
-            return AttachError(f"{address} {LOCKED_OUT}")
-        if exc.not_prowl:
-            return AttachError(f"{address} {NOT_PROWL}")
+        if (problem := _not_a_key_problem(address, exc)) is not None:
+            return problem
         if exc.unknown_identity:
             return AttachError(
                 f"{address} does not know this device (it was revoked or unpaired): "

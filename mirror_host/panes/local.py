@@ -43,7 +43,7 @@ from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
-from mirror_host.shell.environment import INJECTED_VARIABLES, NONCE_VARIABLE
+from mirror_host.shell.environment import INJECTED_VARIABLES, NONCE_VARIABLE, SERVICE_MARKER
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.shell.login import default_shell_command
 from mirror_host.shell.nonce import new_nonce
@@ -57,10 +57,6 @@ logger = logging.getLogger(__name__)
 
 _READ_BYTES = 65_536
 _REPLY_QUEUE = 256
-#: The service's marker (``mirror_host.system_service.units.SERVICE_MARKER``, a
-#: room this one does not import): set for ``serve`` by a systemd unit or launchd
-#: agent, and never handed on to the panes' programs.
-SERVICE_MARKER = "MIRROR_HOST_SERVICE"
 #: ``--local-respawn``: the first wait before starting the panes again; it doubles
 #: (up to the maximum) while they keep exiting within the stable time.
 RESPAWN_FIRST_SECONDS = 1.0

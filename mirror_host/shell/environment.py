@@ -1,4 +1,7 @@
-"""The ``MIRROR_HOST_*`` variables the shell integration hands to the shells it starts. Pure.
+"""The ``MIRROR_HOST_*`` variables that are not settings. Pure.
+
+The shell integration hands some to the shells it starts, and a service's unit
+or agent sets one for the host (:data:`SERVICE_MARKER`).
 
 They share the settings' prefix but are not settings: the settings reader skips
 them (:mod:`mirror_host.config_file`), so a ``mirror-host`` run from a shell that
@@ -14,9 +17,13 @@ __all__ = [
     "BASH_INJECT_VARIABLE",
     "INJECTED_VARIABLES",
     "NONCE_VARIABLE",
+    "SERVICE_MARKER",
     "ZDOTDIR_VARIABLE",
 ]
 
+#: Set for ``serve`` by the systemd unit or launchd agent ``service install``
+#: writes (its value: ``systemd`` or ``launchd``); never handed on to a pane.
+SERVICE_MARKER = "MIRROR_HOST_SERVICE"
 #: The nonce a shell signs its prompt marks with (:mod:`mirror_host.shell.nonce`).
 NONCE_VARIABLE = "MIRROR_HOST_MARK_NONCE"
 #: bash's start-up flags, its own ``ENV`` and whether ``HISTFILE`` was ours

@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from mirror_host.errors import ConfigError, ServiceError
-from mirror_host.shell.environment import INJECTED_VARIABLES
+from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
 __all__ = [
     "CARRIED_ENVIRONMENT",
@@ -148,13 +148,10 @@ LOG_PACKETS_REFUSED = (
     "key typed; debug with `mirror-host serve --log-packets` in a terminal instead"
 )
 
-
-#: Set in the unit's and the agent's environment (to ``systemd`` or ``launchd``):
-#: ``serve`` started with it is a service, and refuses packet logging however it
-#: was asked for (the flag, the config file, ``MIRROR_HOST_LOG_PACKETS``), so an
-#: edit after ``service install`` cannot turn it on. Not a setting
-#: (``config_file`` skips it).
-SERVICE_MARKER = "MIRROR_HOST_SERVICE"
+# SERVICE_MARKER (shell/environment.py) is set in the unit's and the agent's
+# environment: ``serve`` started with it is a service, and refuses packet logging
+# however it was asked for (the flag, the config file, ``MIRROR_HOST_LOG_PACKETS``),
+# so an edit after ``service install`` cannot turn it on.
 
 
 def refuse_packet_log_in_service(environ: Mapping[str, str], log_packets: bool) -> None:

@@ -148,7 +148,7 @@ def test_the_shell_integrations_variables_are_not_carried() -> None:
 
 
 def test_the_local_source_strips_the_same_marker_the_unit_sets() -> None:
-    # panes/local.py may not import this room, so it names the marker itself.
+    # Both take it from shell/environment.py (panes/local.py may not import this room).
     assert local.SERVICE_MARKER == SERVICE_MARKER
 
 
