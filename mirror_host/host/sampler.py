@@ -12,8 +12,8 @@ long as its lease. In order:
    ordered lane go on.
 2. If that takes more than :data:`FIRST_CAPTURE_SECONDS`, the subscribe is
    answered at that deadline without a first frame, while the watch and the
-   capture go on (a first Herdr read can take seconds); frame 1 then comes from
-   sampling, as after a resize race.
+   capture go on (a first Herdr read can take seconds); that capture, once in,
+   is frame 1 (not thrown away for another one).
 3. Once granted and watching, it sleeps until the pacer's next wake or a wakeup
    (the pane changed, the client acknowledged or asked for a ``refresh``, a
    scroll was applied) and does what the pacer says
@@ -53,7 +53,7 @@ __all__ = ["CAPTURE_SECONDS", "FIRST_CAPTURE_SECONDS", "LeaseKeeper", "Sampler"]
 logger = logging.getLogger(__name__)
 
 #: Starting to watch a pane and its first capture; past it, ``subscribed`` goes
-#: out alone and the first frame comes from sampling (as after a resize race).
+#: out alone and the capture under way, once in, is frame 1.
 FIRST_CAPTURE_SECONDS = 5.0
 #: One capture while sampling; past it, the capture is tried again later.
 CAPTURE_SECONDS = 5.0
@@ -154,8 +154,6 @@ class Sampler:
             self._granted = keeper.grant(self, first)
             if not self._granted:
                 self.scope.cancel()  # refused: the watch (and a capture under way) goes
-            elif first is None:
-                self.pacer.refresh()  # the first frame comes from sampling
             task_status.started()
         return self._granted
 
@@ -177,7 +175,10 @@ class Sampler:
                 # What changes from here on, the first capture may not show.
                 self.pacer.capture_started(trio.current_time())
                 first = await self._capture()
+                late = self._granted is not None  # answered at the deadline, without it
                 if self._answer(keeper, task_status, first):
+                    if late and session.offer_frame(first, trio.current_time()) is not None:
+                        keeper.frame_sent()  # the capture that was under way is frame 1
                     await self._sample(keeper)
         except PaneSourceError as exc:
             if self._granted is None:

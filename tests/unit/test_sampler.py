@@ -244,6 +244,27 @@ async def test_a_subscribe_refused_at_its_deadline_stops_its_capture_and_watch(
         assert [op for op, _ in source.calls].count("first_capture") == 2
 
 
+async def test_a_first_capture_past_its_deadline_is_itself_frame_1(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Subscribed at the deadline without a frame: the capture under way, once in, goes
+    out as frame 1, rather than being dropped for a second one (a second slow read)."""
+    source = MemorySource()
+    pane = source.add_pane()
+    source.output(pane, b"eventually")
+    source.delays["first_capture"] = FIRST_CAPTURE_SECONDS + 3
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        asked = trio.current_time()
+        await _subscribe_without_waiting(peer, pane)
+        sub = (await peer.next(c.Subscribed, within=FIRST_CAPTURE_SECONDS + 1)).subscription_id
+        assert trio.current_time() == pytest.approx(asked + FIRST_CAPTURE_SECONDS)
+        frame = await peer.frame_with(sub, "eventually", within=4.0)
+        assert frame.sequence == 1
+        assert trio.current_time() == pytest.approx(asked + FIRST_CAPTURE_SECONDS + 3)
+        assert [op for op, _ in source.calls].count("capture") == 0
+
+
 class UncancellableCaptures(MemorySource):
     """A source whose captures, once started, finish even when cancelled (a read on a
     worker thread, or a reply that must be read to keep a connection in step); the
