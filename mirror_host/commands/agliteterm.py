@@ -71,7 +71,6 @@ from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.protocol import (
-    AgliteSessionNotFound,
     InputNotWritten,
     SessionPane,
     StyledScreen,
@@ -244,8 +243,6 @@ class AgliteAgentPanes:
                 await self.source.type_for_host(
                     pane_id, bracketed(text).decode("utf-8"), allow_control=True
                 )
-        except AgliteSessionNotFound as exc:
-            raise PaneNotFound(str(exc)) from exc
         except InputNotWritten as exc:
             raise NothingWritten(f"agliteterm refused the input ({exc.message})") from exc
 

@@ -95,8 +95,9 @@ class AgentPaneCommands:
         shell_send: bool = True,
     ) -> None:
         self.agent_panes = panes
-        #: Whether phones may run command lines in shell panes (``--no-shell-send`` turns it off).
-        self.shell_send_enabled = shell_send
+        #: Whether phones may run command lines in shell panes: not with ``--no-shell-send``,
+        #: nor where the panes cannot say which process leads a terminal's foreground.
+        self.shell_send_enabled = shell_send and isinstance(panes, ShellPanes)
         self.profiles_table = (
             profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
         )
@@ -138,9 +139,9 @@ class AgentPaneCommands:
         self, pane_id: UUID, command: SendCommand, *, authorized: Callable[[], bool]
     ) -> JSONValue:
         """Run ``command.text`` in the shell pane, guarded; refused when shell-send is off
-        (or the panes cannot say which process leads their terminal's foreground)."""
+        (the service runs ``send`` only where it is advertised, so this is a backstop)."""
         panes = self.agent_panes
-        if not self.shell_send_enabled or not isinstance(panes, ShellPanes):
+        if not self.shell_send_enabled or not isinstance(panes, ShellPanes):  # narrows the type
             return rejected(SEND_REFUSED)
         return await deliver_command(
             panes, pane_id, command, authorized=authorized, timing=self.timing
@@ -160,7 +161,6 @@ class AgentPaneCommands:
 
     def task(
         self,
-        pane_id: UUID,
         foreground: PaneForeground,
         screen: Screen | None,
         agent_state: AgentState | None,

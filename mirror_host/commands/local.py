@@ -185,7 +185,7 @@ class LocalCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(pane.id, foreground, pane.screen, state, agent=found is not None)
+        return record, self.task(foreground, pane.screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""

@@ -238,7 +238,7 @@ class TmuxCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(pane_id, foreground, screen, state, agent=found is not None)
+        return record, self.task(foreground, screen, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, windows as tabs."""

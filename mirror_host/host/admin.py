@@ -43,7 +43,7 @@ import trio
 
 from mirror_host.auth.devices import Device
 from mirror_host.control.fields import encode_struct
-from mirror_host.errors import MirrorHostError, StoreError
+from mirror_host.errors import MirrorHostError
 from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.server import Host
 from mirror_host.streams import receive_or_eof, send_or_gone
@@ -296,10 +296,7 @@ async def _dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
             target = None if request.get("all") is True else uuid.UUID(str(request.get("deviceID")))
         except ValueError:
             return _refused("invalid-request", "deviceID is not a UUID")
-        try:
-            removed = await host.book.revoke(target)
-        except StoreError as exc:
-            return _refused("failed", str(exc))
+        removed = await host.book.revoke(target)  # a StoreError is answered by _answer
         if target is not None and not removed:
             return _refused("not-found", f"no paired device {str(target).upper()}")
         return {"ok": True, "revoked": removed}

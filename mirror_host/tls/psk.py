@@ -193,9 +193,8 @@ def memory_handshake(
     raise HandshakeStalled(f"the handshake did not finish in {rounds} exchanges")
 
 
-_route_checked: str | None = None
-#: The server context classes the check has run with since ``_route_checked`` was set.
-_checked_classes: set[type[ssl.SSLContext]] = set()
+#: The route's description, by the server context class the check ran with.
+_checked: dict[type[ssl.SSLContext], str] = {}
 #: The identity the self-check's server callback saw, read back in the same task.
 _seen: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mirror_host_psk_self_check", default=None
@@ -215,17 +214,13 @@ def check_psk_route(context_class: type[ssl.SSLContext] = ssl.SSLContext) -> str
     Raises:
         TLSUnsupported: with one message saying what failed and what to do.
     """
-    global _route_checked
-    if _route_checked is None:
-        _checked_classes.clear()
-    if _route_checked is None or context_class not in _checked_classes:
+    if context_class not in _checked:
         # In a copy of the context, so nothing the check binds leaks into the
         # caller's task.
-        _route_checked = contextvars.copy_context().run(_self_check, context_class)
-        _checked_classes.add(context_class)
+        _checked[context_class] = contextvars.copy_context().run(_self_check, context_class)
         # Debug: a start-up that fails later (a busy port) stays one line.
-        logger.debug("TLS-PSK ready: %s", _route_checked)
-    return _route_checked
+        logger.debug("TLS-PSK ready: %s", _checked[context_class])
+    return _checked[context_class]
 
 
 def _self_check(context_class: type[ssl.SSLContext]) -> str:

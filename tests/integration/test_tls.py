@@ -160,7 +160,7 @@ def test_a_route_that_does_not_work_fails_with_one_clear_message(
     def broken(context: ssl.SSLContext, callback: psk_ctypes.ClientCallback) -> None:
         real(context, lambda hint: (callback(hint)[0], b"\x00" * 32))
 
-    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "_checked", {})
     monkeypatch.setattr(psk, "set_client_psk", broken)
     with pytest.raises(TLSUnsupported) as caught:
         build_server_context()
@@ -183,7 +183,7 @@ def test_a_suite_other_than_prowls_fails_the_check(monkeypatch: pytest.MonkeyPat
         context.set_ciphers(f"{other}:{CIPHER}")
         return context
 
-    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "_checked", {})
     monkeypatch.setattr(psk, "server_context", lax_server)
     monkeypatch.setattr(psk, "client_base_context", lambda **_: real_client(cipher=other))
     with pytest.raises(TLSUnsupported, match=f"the server negotiated \\('{other}'"):
@@ -353,7 +353,7 @@ def test_a_wrong_key_or_unknown_identity_that_only_stalls_fails_the_check(
         calls.append(1)
         return real(server, client) if len(calls) == 1 else real(server, client, rounds=1)
 
-    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "_checked", {})
     monkeypatch.setattr(psk, "memory_handshake", stalling)
     with pytest.raises(TLSUnsupported, match="the wrong key neither failed nor finished"):
         check_psk_route()
@@ -367,7 +367,7 @@ def test_an_unknown_identity_let_in_fails_the_check(monkeypatch: pytest.MonkeyPa
     def confused(callback: psk_ctypes.ServerCallback, **kw: Any) -> ssl.SSLContext:
         return real(lambda offered: callback("mirror-host-self-check") if offered else b"", **kw)
 
-    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "_checked", {})
     monkeypatch.setattr(psk, "server_context", confused)
     with pytest.raises(TLSUnsupported, match="a handshake with an unknown identity succeeded"):
         check_psk_route()
@@ -384,7 +384,7 @@ def test_the_check_runs_with_the_hosts_own_context_class(monkeypatch: pytest.Mon
         made.append(type(context))
         return context
 
-    monkeypatch.setattr(psk, "_route_checked", None)
+    monkeypatch.setattr(psk, "_checked", {})
     monkeypatch.setattr(psk, "server_context", recording)
     context = build_server_context().context
     assert type(context) is host_tls._ServerSSLContext

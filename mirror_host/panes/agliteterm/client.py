@@ -26,8 +26,7 @@ next request. Hence:
   out before the connection broke, so it fails rather than risk doing it
   twice.
 
-Requests are counted per verb and target, which is how tests and the
-benchmarks see that an unwatched pane is never read.
+Requests are counted per verb (``mirror-host status``, the benchmarks).
 """
 
 from __future__ import annotations
@@ -96,9 +95,8 @@ class AgliteClient:
     def __init__(self, transport: Transport, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.transport = transport
         self.timeout = timeout
-        #: Requests sent, by verb, and by ``(verb, target)``.
+        #: Requests sent, by verb.
         self.requests: Counter[str] = Counter()
-        self.requests_by_target: Counter[tuple[str, str | None]] = Counter()
         self._lanes: dict[str, _Lane] = {}
 
     @property
@@ -133,7 +131,6 @@ class AgliteClient:
         channel = self._lane(lane)
         async with channel.lock:
             self.requests[cmd] += 1
-            self.requests_by_target[(cmd, target)] += 1
             try:
                 reply = await self._exchange(channel, cmd, line, deadline)
             finally:

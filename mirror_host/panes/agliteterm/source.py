@@ -141,7 +141,6 @@ class Mirror:
     metrics_at: float = float("-inf")
     cache: RowCache = field(default_factory=RowCache)
     reads: int = 0
-    changes: int = 0
     #: A read failed and was logged; the next success is logged too.
     failing: bool = False
 
@@ -153,7 +152,6 @@ class Mirror:
             self.watchers.notify()
 
     def changed(self) -> None:
-        self.changes += 1
         self.watchers.notify()
 
     def hurry(self, now: float) -> None:
@@ -426,7 +424,9 @@ class AgliteSource:
             return
         if screen != mirror.screen:
             mirror.screen = screen
-            self._settle_size(mirror, changed=True)
+            # Scrolled back, the frames show the frozen copy (ScrolledView): new output
+            # changes nothing a subscriber sees until it returns to the live screen.
+            self._settle_size(mirror, changed=mirror.view is None)
         else:
             self._settle_size(mirror)
 
@@ -700,13 +700,10 @@ class AgliteSource:
         pane = self.pane_record(pane_id)
         mirror = self._mirrors.get(pane_id)
         metrics = mirror.metrics if mirror is not None else None
-        try:
-            async with self._one_off(pane):
-                result = await self._session_text(
-                    pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
-                )
-        except AgliteSessionNotFound as exc:
-            raise PaneNotFound(str(exc)) from exc
+        async with self._one_off(pane):  # AgliteSessionNotFound is a PaneNotFound
+            result = await self._session_text(
+                pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
+            )
         screen = _screen_of(result, *grid_size(pane, None, metrics))
         return screen, grid_size(pane, screen, metrics)
 
