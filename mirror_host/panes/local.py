@@ -43,6 +43,7 @@ from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
+from mirror_host.panes.pty_exec import pane_argv
 from mirror_host.shell.environment import INJECTED_VARIABLES, NONCE_VARIABLE, SERVICE_MARKER
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.shell.login import default_shell_command
@@ -77,10 +78,6 @@ def _start_directory() -> str:
         home = os.path.expanduser("~")
         logger.warning("the current directory no longer exists; local panes start in %s", home)
         return home
-
-
-def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 @dataclass(eq=False)
@@ -267,17 +264,23 @@ class LocalSource:
         if self._integration is not None:
             argv, env = self._integration.wrap(argv, env)
         try:
+            # Through the exec helper (pty_exec.py says why): the PTY becomes the
+            # controlling terminal and every signal starts at its default, even when
+            # the host was started with SIGINT ignored (`serve … &` in a script).
             process = subprocess.Popen(
-                argv,
+                pane_argv(argv, env=env, cwd=cwd or self._cwd, label=command),
                 stdin=slave_fd,
                 stdout=slave_fd,
                 stderr=slave_fd,
                 cwd=cwd or self._cwd,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_set_controlling_tty,
                 close_fds=True,
             )
+        except PaneSourceError:
+            os.close(master_fd)
+            os.close(slave_fd)
+            raise
         except OSError as exc:
             os.close(master_fd)
             os.close(slave_fd)
