@@ -8,8 +8,11 @@ failed (an invalid packet, no running host …), 2 bad usage or configuration.
 from __future__ import annotations
 
 import argparse
+import codecs
 import dataclasses
+import io
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -575,8 +578,22 @@ def _run_wire_decode(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
     return status
 
 
+def _tolerant_output(stream: TextIO) -> None:
+    """Let ``stream`` write text its encoding lacks escaped, as Python's standard
+    error does, instead of failing the command: a device's name or a pane's title
+    must not stop ``devices`` or ``status`` where the locale is ``C`` or Latin-1."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        unicode = codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        unicode = False
+    if not unicode and isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mirror-host`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    _tolerant_output(sys.stdout)
     parser = build_parser()
     arguments = sys.argv[1:] if argv is None else list(argv)
     if not arguments:  # a bare `mirror-host`: what it does and how to start
@@ -597,4 +614,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Its reader stopped early (`| head -5`): nothing to report, and the status a
+        # program stopped by SIGPIPE has (128 + 13), as `seq 1 1000 | head -5` gives.
+        _discard_output()
+        return 141
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_output()  # the command had ended; its own status stands
     return result
+
+
+def _discard_output() -> None:
+    """Point standard output at /dev/null, so the flush at exit cannot fail again
+    (Python would print ``Exception ignored … BrokenPipeError``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -29,7 +29,7 @@ from mirror_host.host.admin import device_entry
 from mirror_host.host.admin_client import ADMIN_SOCKET, NoHostRunning, admin_request
 from mirror_host.host.state_lock import StateDirBusy, StateLock
 from mirror_host.host.store import DeviceStore
-from mirror_host.qr_display import render_terminal, write_png
+from mirror_host.qr_display import terminal_qr, write_png
 
 __all__ = [
     "format_status",
@@ -49,22 +49,43 @@ def _when(timestamp: float | None) -> str:
 
 
 def show_ticket(reply: dict[str, Any], out: TextIO, *, png: Path | None = None) -> None:
-    """Print the QR code (or why there is none) and the code; ``png`` is where it was saved."""
+    """Print the QR code (or why there is none) and the code; ``png`` is where it was saved.
+
+    The QR code is drawn as ``out`` can show it: half blocks, ASCII where its
+    encoding has no half blocks, or one line saying why not where it does not
+    fit the terminal (:func:`~mirror_host.qr_display.terminal_qr`); the code
+    itself is ASCII, so it is always shown.
+    """
     payload = reply.get("payload")
     if payload is not None:
-        out.write(render_terminal(_qr_text(payload)) + "\n\n")
+        drawn = terminal_qr(
+            _qr_text(payload), encoding=getattr(out, "encoding", None), columns=_columns(out)
+        )
+        if drawn.art is not None:
+            out.write(drawn.art + "\n\n")
+        else:
+            out.write(f"No QR code here: {drawn.problem}.\n")
         if png is not None:
             out.write(f"QR code written to {png}\n")
-        out.write(
-            "Scan this with Prowl (Add a Device), or enter the code by hand "
-            f"(host {payload.get('address')}, port {payload.get('port')}):\n"
-        )
+        where = f"(host {payload.get('address')}, port {payload.get('port')})"
+        if drawn.art is not None:
+            out.write(f"Scan this with Prowl (Add a Device), or enter the code by hand {where}:\n")
+        else:
+            out.write(f"Enter this code in Prowl (Add a Device) by hand {where}:\n")
     else:
         out.write(f"No QR code: {reply.get('payloadError')}\n")
         port = reply.get("port")
         where = f", with this machine's address and port {port}" if port else ""
         out.write(f"Enter this code in Prowl by hand{where}:\n")
     out.write(f"\n    {display_code(reply['code'])}\n\n")
+
+
+def _columns(out: TextIO) -> int | None:
+    """How wide the terminal ``out`` writes to is (``None``: it is no terminal)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns if out.isatty() else None
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
+        return None
 
 
 def _qr_text(payload: dict[str, Any]) -> bytes:
@@ -100,6 +121,28 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if not reply.get("ok"):
         print(f"mirror-host pair: {reply.get('error')}", file=sys.stderr)
         return 1
+    window = int(reply["window"])
+    try:
+        return _show_window(args, reply, state_dir, window, out)
+    except KeyboardInterrupt:
+        # Nobody is left to watch the code: it must not stay usable.
+        out.write(f"\nInterrupted: {_end_window(state_dir, window)}.\n")
+        return 130
+    except (OSError, ValueError) as exc:  # a closed pipe, a terminal gone, an encoding
+        # The code may never have reached anyone: it must not stay usable either.
+        print(
+            f"mirror-host pair: cannot show the code ({type(exc).__name__}: {exc}): "
+            f"{_end_window(state_dir, window)}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _show_window(
+    args: argparse.Namespace, reply: dict[str, Any], state_dir: Path, window: int, out: TextIO
+) -> int:
+    """Write the PNG, show the code and follow the window; an error while writing
+    any of it is the caller's, who closes the window."""
     png = args.qr_png if reply.get("payload") is not None else None
     if args.qr_png is not None and png is None:
         print(
@@ -110,29 +153,33 @@ def run_pair(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         try:
             write_png(_qr_text(reply["payload"]), png)
         except OSError as exc:
-            print(f"mirror-host pair: cannot write {png}: {exc.strerror}", file=sys.stderr)
+            print(
+                f"mirror-host pair: cannot write {png}: {exc.strerror}: "
+                f"{_end_window(state_dir, window)}",
+                file=sys.stderr,
+            )
             return 1
     if args.json:
         document = {k: reply.get(k) for k in ("code", "expiresAt", "payload")}
         if reply.get("payloadError"):
             document["payloadError"] = reply["payloadError"]
         out.write(json.dumps(document) + "\n")
+        out.flush()  # a failed write surfaces here, while the window can still be closed
         return 0
-    window = int(reply["window"])
+    show_ticket(reply, out, png=png)
+    out.flush()  # here too: a code nobody was shown is not waited on for 60 s
+    if args.no_wait:
+        return 0
+    return _count_down(state_dir, window, int(reply["expiresAt"]), out)
+
+
+def _end_window(state_dir: Path, window: int) -> str:
+    """Close pairing window ``window`` if it is still the open one; what became of it."""
     try:
-        show_ticket(reply, out, png=png)
-        if args.no_wait:
-            return 0
-        return _count_down(state_dir, window, int(reply["expiresAt"]), out)
-    except KeyboardInterrupt:
-        # Nobody is left to watch the code: it must not stay usable.
-        try:
-            closed = admin_request(state_dir, {"op": "closePairing", "window": window})
-        except NoHostRunning:
-            closed = {}
-        note = "closed the pairing window" if closed.get("closed") else "the window had ended"
-        out.write(f"\nInterrupted: {note}.\n")
-        return 130
+        closed = admin_request(state_dir, {"op": "closePairing", "window": window})
+    except NoHostRunning:
+        closed = {}
+    return "closed the pairing window" if closed.get("closed") else "the window had ended"
 
 
 def _close_pairing(state_dir: Path, out: TextIO) -> int:

@@ -126,8 +126,9 @@ async def _run_holding_state_dir(
             await trio.to_thread.run_sync(write_atomic, status_path, data)  # fsync: off the loop
             if open_pairing:
                 ticket = await host.open_pairing_window()
-                if show_pairing is not None:
-                    show_pairing(ticket)
+                if show_pairing is not None and not _shown(show_pairing, ticket):
+                    # Nobody saw the code: it must not stay usable.
+                    await host.book.close_window(ticket.number)
             task_status.started(host)
     finally:
         # Closed here too: when the TCP port cannot be bound, serve_admin never ran.
@@ -139,6 +140,26 @@ async def _run_holding_state_dir(
                 path.unlink()
             except OSError:
                 pass
+
+
+def _shown(show_pairing: Callable[[PairingTicket], None], ticket: PairingTicket) -> bool:
+    """Show the start-up pairing code; whether that worked.
+
+    How a banner is printed never stops a host: an output that cannot take it
+    (a closed pipe, a terminal gone, an encoding without its characters) is
+    logged, never the code itself, and the host runs on.
+    """
+    try:
+        show_pairing(ticket)
+    except (OSError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        logger.warning(
+            "could not show the pairing code on standard output (%s: %s); its window is "
+            "closed: `mirror-host pair` opens a new one",
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
 
 
 async def _stop_on_signal(
