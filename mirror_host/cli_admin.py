@@ -75,8 +75,15 @@ def show_ticket(reply: dict[str, Any], out: TextIO, *, png: Path | None = None) 
     else:
         out.write(f"No QR code: {reply.get('payloadError')}\n")
         port = reply.get("port")
-        where = f", with this machine's address and port {port}" if port else ""
-        out.write(f"Enter this code in Prowl by hand{where}:\n")
+        attach = reply.get("attach")
+        here = f"`mirror-host attach {attach} --code {display_code(reply['code'])}`"
+        if reply.get("loopback") and attach:
+            # Prowl on a phone cannot reach it; attach, on this machine, can.
+            out.write(f"Only a client on this machine reaches it: {here}, with this code:\n")
+        else:
+            where = f", with this machine's address and port {port}" if port else ""
+            also = f" (on this machine: {here})" if attach else ""
+            out.write(f"Enter this code in Prowl by hand{where}{also}:\n")
     out.write(f"\n    {display_code(reply['code'])}\n\n")
 
 
@@ -145,10 +152,8 @@ def _show_window(
     any of it is the caller's, who closes the window."""
     png = args.qr_png if reply.get("payload") is not None else None
     if args.qr_png is not None and png is None:
-        print(
-            f"mirror-host pair: no QR code to write to {args.qr_png}: {reply.get('payloadError')}",
-            file=sys.stderr,
-        )
+        # Why there is none is said once, with the code (or as "payloadError").
+        print(f"mirror-host pair: no QR code, so {args.qr_png} was not written", file=sys.stderr)
     if png is not None:
         try:
             write_png(_qr_text(reply["payload"]), png)

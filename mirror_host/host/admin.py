@@ -172,6 +172,8 @@ def ticket_reply(ticket: PairingTicket) -> dict[str, Any]:
         "port": ticket.port,
         "window": ticket.number,
         "payload": None if ticket.payload is None else encode_struct(ticket.payload),
+        "attach": ticket.local_endpoint,
+        "loopback": ticket.loopback,
     }
     if ticket.payload_error:
         reply["payloadError"] = ticket.payload_error

@@ -7,6 +7,7 @@ is none, the ticket says why instead, and the code can still be typed by hand.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass
 
@@ -29,6 +30,10 @@ class PairingTicket:
     port: int | None = None
     #: The window's number, to ask later what became of it (the admin ``pairing`` op).
     number: int = 0
+    #: ``HOST:PORT`` a client on this machine dials (``attach``), once bound.
+    local_endpoint: str | None = None
+    #: The host listens on a loopback address: no other machine reaches it.
+    loopback: bool = False
 
 
 def pairing_ticket(
@@ -56,4 +61,21 @@ def pairing_ticket(
         except InvalidPairingPayload as exc:
             error = str(exc)
     expires_at = math.ceil(window.opened_at_unix + seconds)
-    return PairingTicket(window.code, expires_at, payload, error, port, number)
+    listening = ipaddress.ip_address(listen_host)
+    return PairingTicket(
+        window.code,
+        expires_at,
+        payload,
+        error,
+        port,
+        number,
+        local_endpoint=None if port is None else _local_endpoint(listening, port),
+        loopback=listening.is_loopback,
+    )
+
+
+def _local_endpoint(listening: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
+    """Where a client on this machine reaches a host listening on ``listening``."""
+    if listening.is_unspecified:  # every interface: loopback among them
+        listening = ipaddress.ip_address("127.0.0.1" if listening.version == 4 else "::1")
+    return f"[{listening}]:{port}" if listening.version == 6 else f"{listening}:{port}"

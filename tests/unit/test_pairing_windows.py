@@ -65,3 +65,21 @@ def test_a_window_expires_at_its_deadline_not_before() -> None:
     assert windows.window is None
     assert windows.state_of(number, 161.0) == {"state": "expired"}
     assert windows.state_of(99, 161.0) == {"state": "unknown"}
+
+
+def test_a_ticket_names_where_a_client_on_this_machine_attaches() -> None:
+    from mirror_host.auth.window import PairingWindow
+    from mirror_host.host.pairing_ticket import pairing_ticket
+
+    window = PairingWindow(code="ABCD2345", deadline=60.0, opened_at_unix=1_800_000_000.0)
+
+    def ticket(listen: str, port: int | None = 7884) -> tuple[str | None, bool]:
+        made = pairing_ticket(window, 1, seconds=60, listen_host=listen, advertise=None, port=port)
+        return made.local_endpoint, made.loopback
+
+    assert ticket("127.0.0.1") == ("127.0.0.1:7884", True)
+    assert ticket("0.0.0.0") == ("127.0.0.1:7884", False)
+    assert ticket("::") == ("[::1]:7884", False)
+    assert ticket("::1") == ("[::1]:7884", True)
+    assert ticket("192.0.2.10") == ("192.0.2.10:7884", False)
+    assert ticket("0.0.0.0", port=None) == (None, False)  # not bound yet

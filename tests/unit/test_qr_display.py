@@ -125,9 +125,7 @@ def test_a_terminal_shows_a_code_a_reader_decodes(draw: object) -> None:
 def test_the_form_follows_the_outputs_encoding_and_width() -> None:
     wide = len(qr_matrix(PAYLOAD)[0])
     for encoding in ("utf-8", "cp437", None):  # cp437 has the half blocks too
-        assert terminal_qr(PAYLOAD, encoding=encoding, columns=None).art == render_terminal(
-            PAYLOAD
-        )
+        assert terminal_qr(PAYLOAD, encoding=encoding, columns=None).art == render_terminal(PAYLOAD)
     for encoding in ("ascii", "latin-1", "ANSI_X3.4-1968"):
         assert terminal_qr(PAYLOAD, encoding=encoding, columns=2 * wide).art == render_ascii(
             PAYLOAD
@@ -167,8 +165,42 @@ def test_show_ticket_where_the_code_does_not_fit_says_so_in_one_line() -> None:
         show_ticket(_reply(), out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("No QR code here: with ascii output, the QR code is drawn in ASCII")
-    assert lines[1] == "Enter this code in Prowl (Add a Device) by hand (host 192.0.2.10, port 7880):"
+    assert (
+        lines[1] == "Enter this code in Prowl (Add a Device) by hand (host 192.0.2.10, port 7880):"
+    )
     assert "    ABCD-2345" in lines
+
+
+def test_without_a_qr_payload_the_code_says_who_can_use_it() -> None:
+    """Loopback only: ``attach`` on this machine, not Prowl; otherwise Prowl by hand,
+    and ``attach`` here too."""
+    loopback = {
+        "code": "ABCD2345",
+        "payload": None,
+        "payloadError": "the host listens on 127.0.0.1 only (loopback), which phones cannot reach",
+        "port": 7884,
+        "attach": "127.0.0.1:7884",
+        "loopback": True,
+    }
+    out = io.StringIO()
+    show_ticket(loopback, out)
+    assert out.getvalue() == (
+        "No QR code: the host listens on 127.0.0.1 only (loopback), which phones cannot reach\n"
+        "Only a client on this machine reaches it: "
+        "`mirror-host attach 127.0.0.1:7884 --code ABCD-2345`, with this code:\n"
+        "\n    ABCD-2345\n\n"
+    )
+    no_address = {
+        **loopback,
+        "payloadError": "no network interface has a non-loopback IPv4 address",
+        "loopback": False,
+    }
+    out = io.StringIO()
+    show_ticket(no_address, out)
+    assert out.getvalue().splitlines()[1] == (
+        "Enter this code in Prowl by hand, with this machine's address and port 7884 "
+        "(on this machine: `mirror-host attach 127.0.0.1:7884 --code ABCD-2345`):"
+    )
 
 
 def test_png_is_written(tmp_path: Path) -> None:
