@@ -250,7 +250,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--listen",
         type=_endpoint_arg,
         metavar="HOST:PORT",
-        help="address to accept clients on (default 0.0.0.0:7880; port 0 picks a free port)",
+        help="address to accept clients on: a numeric address or localhost (default "
+        "0.0.0.0:7880, every interface; port 0 picks a free port)",
     )
     serve.add_argument(
         "--advertise-address",

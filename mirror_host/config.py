@@ -205,13 +205,26 @@ def split_host_port(text: str) -> tuple[str, int]:
 
 
 def parse_endpoint(text: str) -> Endpoint:
-    """``HOST:PORT`` or ``[IPv6]:PORT`` with a numeric host.
+    """``HOST:PORT`` or ``[IPv6]:PORT`` with a numeric host, or ``localhost``
+    (read as ``127.0.0.1``).
+
+    A listener binds one address, and the QR code carries it: a host name could
+    mean several, or one a phone resolves differently, so only ``localhost``
+    (which ``attach localhost:PORT`` reaches too) is taken, as the address it means.
 
     Raises:
         ValueError: not of that form.
     """
     host, port = split_host_port(text)
-    ipaddress.ip_address(host)  # a numeric address, as Prowl's host requires
+    if host.lower() == "localhost":
+        host = "127.0.0.1"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(
+            f"{host!r} is not a numeric address: give one of this machine's addresses "
+            "(0.0.0.0 for every interface, 192.168.1.20, [::]) or localhost"
+        ) from None
     if not 0 <= port <= 65535:
         raise ValueError(f"port {port} is outside 0 … 65535")
     return Endpoint(host, port)

@@ -138,6 +138,11 @@ def test_a_bad_default_config_file_is_not_blamed_on_a_flag(
 
 def test_parse_endpoint() -> None:
     assert parse_endpoint("0.0.0.0:0") == Endpoint("0.0.0.0", 0)
+    # `attach localhost:…` works, and the help says HOST:PORT: the listener takes it too.
+    assert parse_endpoint("localhost:7884") == Endpoint("127.0.0.1", 7884)
+    assert parse_endpoint("LocalHost:7884") == Endpoint("127.0.0.1", 7884)
+    with pytest.raises(ValueError, match="'mini.local' is not a numeric address: give one of"):
+        parse_endpoint("mini.local:7880")
     for bad in ["7880", "host:1", "1.2.3.4:99999", "[::1]"]:
         with pytest.raises(ValueError):
             parse_endpoint(bad)
