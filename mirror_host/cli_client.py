@@ -270,11 +270,16 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
         Status,
         render_json,
         render_line,
-        select,
         summary,
     )
     from mirror_host.client.conformance.rules import exit_status
-    from mirror_host.client.conformance.suite import CHECKS, ENROLL, SuiteOptions, run_suite
+    from mirror_host.client.conformance.suite import (
+        CHECKS,
+        ENROLL,
+        SuiteOptions,
+        choose,
+        run_suite,
+    )
 
     if args.list:
         enroll = f"{ENROLL}  Pair as a new device (always run, before the checks below).\n"
@@ -288,9 +293,10 @@ def _run_conformance(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) ->
     if args.address is None or args.code is None:
         args.parser.error("ADDRESS:PORT and --code CODE are required (or --list)")
     _check_code(args)
-    _, unknown = select([check.name for check in CHECKS], args.only, args.skip)
-    if unknown:
-        args.parser.error(f"no check matches {', '.join(map(repr, unknown))}")
+    # Before anything connects: a refused pattern must not spend the pairing code.
+    _, problem = choose(args.only, args.skip)
+    if problem:
+        args.parser.error(problem)
     options = SuiteOptions(
         code=args.code,
         allow_input=args.allow_input,

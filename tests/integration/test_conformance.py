@@ -917,3 +917,25 @@ async def test_the_command_refuses_unknown_checks() -> None:
     assert status == 2
     status, out = await _cli("--list")
     assert status == 0 and "frames.gate" in out and "[--allow-input]" in out
+
+
+async def test_only_pair_enroll_pairs_and_runs_nothing_else(state_dir: Path) -> None:
+    """``--list`` and every run name ``pair.enroll``: ``--only`` takes it too."""
+    results = await run_against(state_dir, only=("pair.enroll",))
+    assert list(results) == ["pair.enroll"]
+    assert results["pair.enroll"].status is Status.PASSED
+
+
+def test_refused_patterns_are_said_before_the_code_is_spent() -> None:
+    from mirror_host.client.conformance.suite import choose
+
+    assert choose(["pair.enroll"], []) == ([], "")
+    paired, problem = choose(["pair.*"], [])
+    assert "pair.wrong-proof" in paired and "pair.enroll" not in paired and problem == ""
+    assert choose([], ["no.such"]) == ([], "no check matches 'no.such'")
+    chosen, problem = choose([], ["pair.enroll"])
+    assert chosen == [] and problem == (
+        "--skip 'pair.enroll': pair.enroll always runs (every check after it logs in as the "
+        "device it pairs)"
+    )
+    assert "pair.wrong-proof" not in choose([], ["pair.*"])[0]  # skips wrong-proof; enrols

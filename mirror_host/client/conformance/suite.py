@@ -198,6 +198,24 @@ class SuiteOptions:
     wait: float = WAIT_SECONDS
 
 
+def choose(only: Sequence[str], skip: Sequence[str]) -> tuple[list[str], str]:
+    """The checks ``--only``/``--skip`` select besides ``pair.enroll`` (run whatever
+    they say: it is named like the others, so a pattern may name it too), and what
+    is wrong with the patterns (``""``: nothing): one that matches no check, or a
+    ``--skip`` that would skip ``pair.enroll`` alone."""
+    names = [check.name for check in CHECKS]
+    chosen, unknown = select([*names, ENROLL], only, skip)
+    if unknown:
+        return [], f"no check matches {', '.join(map(repr, unknown))}"
+    for pattern in skip:
+        if not select(names, [pattern])[0]:  # it matched pair.enroll alone
+            return [], (
+                f"--skip {pattern!r}: {ENROLL} always runs (every check after it logs in "
+                "as the device it pairs)"
+            )
+    return [name for name in chosen if name != ENROLL], ""
+
+
 async def _run_step(ctx: Context, check: Check) -> CheckResult:
     return await _run_one(ctx, check.name, check.run, check.timeout(ctx.wait))
 
@@ -251,9 +269,9 @@ async def run_suite(
         SuiteAborted: the host cannot be reached, or refuses this address before TLS
             (``on_result`` has seen every result so far).
     """
-    chosen, unknown = select([c.name for c in CHECKS], options.only, options.skip)
-    if unknown:
-        raise ValueError(f"no check matches {', '.join(map(repr, unknown))}")
+    chosen, problem = choose(options.only, options.skip)
+    if problem:
+        raise ValueError(problem)
     ctx = Context(
         target,
         allow_input=options.allow_input,
