@@ -53,6 +53,30 @@ def default_state_dir() -> Path:
     return Path(base) / "mirror-host"
 
 
+def _default_state_dir_problem(env: Mapping[str, str]) -> str | None:
+    """Why the default state directory cannot be used here, or ``None``.
+
+    It lies in the home directory (unless ``XDG_STATE_HOME`` names another place
+    on Linux): an empty ``HOME`` would put it at ``/.local/state``, and a home
+    that does not exist would be created by the first ``serve`` or ``pair``.
+    """
+    if sys.platform != "darwin" and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
+        return None
+    home = env.get("HOME")
+    if home is None:
+        return None  # Path.home() asks the password database
+    if not home:
+        problem = "HOME is empty"
+    elif not os.path.isabs(home):
+        problem = f"HOME ({home}) is not an absolute path"
+    elif not os.path.isdir(home):
+        problem = f"HOME ({home}) is not a directory that exists"
+    else:
+        return None
+    also = "" if sys.platform == "darwin" else " (or set XDG_STATE_HOME)"
+    return f"{problem}, so there is no default state directory: give --state-dir DIR{also}"
+
+
 def read_config_file(
     path: Path, *, required: bool, named_by: str = "--config", on_problem: OnProblem = None
 ) -> Layer | None:
@@ -151,6 +175,11 @@ def load_config(
     layers.append(env_layer(env, on_problem=on_problem))
     layers.append(Layer("command line", {k: v for k, v in flags.items() if v is not None}))
     config = build_config(layers, on_problem=on_problem)
+    if not any("state.dir" in layer.values for layer in layers[1:]):
+        # Not left to on_problem: every command, `revoke` too, needs the directory.
+        problem = _default_state_dir_problem(env)
+        if problem is not None:
+            raise ConfigError("state.dir", problem)
     state_dir = Path(config.state.dir).expanduser()
     if not state_dir.is_absolute():
         state_dir = Path.cwd() / state_dir

@@ -48,16 +48,48 @@ def admin_request(
         try:
             sock.connect(str(path))
         except OSError as exc:
+            if _removed_soon(path):
+                raise NoHostRunning(_stopped(state_dir)) from exc
             raise NoHostRunning(
                 f"no mirror-host answers on {path} ({exc.strerror}); "
                 "it may have crashed: start one with `mirror-host serve`"
             ) from exc
-        sock.sendall(json.dumps(request).encode() + b"\n")
-        buffer = b""
-        while b"\n" not in buffer:
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise NoHostRunning(f"the host closed {path} without answering")
-            buffer += chunk
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            buffer = b""
+            while b"\n" not in buffer:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+        except ConnectionError:  # reset or a closed pipe: the host is closing
+            buffer = b""
+        if b"\n" not in buffer:
+            if _removed_soon(path):
+                raise NoHostRunning(_stopped(state_dir))
+            raise NoHostRunning(f"the host closed {path} without answering")
     reply: dict[str, Any] = json.loads(buffer.split(b"\n", 1)[0])
     return reply
+
+
+#: How long a socket that refuses a connection is watched for its removal: a host
+#: that stops removes ``admin.sock`` within milliseconds of closing it.
+_STOPPING_SECONDS = 1.0
+
+
+def _removed_soon(path: Path) -> bool:
+    """Whether ``path`` is gone, or goes within :data:`_STOPPING_SECONDS`: the host
+    stopped as it does, rather than crashing and leaving its socket behind."""
+    deadline = time.monotonic() + _STOPPING_SECONDS
+    while path.exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _stopped(state_dir: Path) -> str:
+    return (
+        f"the mirror-host of state directory {state_dir} has stopped; "
+        "start one with `mirror-host serve`"
+    )

@@ -115,7 +115,7 @@ async def _run_holding_state_dir(
             bound = await nursery.start(host.serve)
             nursery.start_soon(serve_admin, host, admin_listener)
             # Handlers are in place before serve.json tells anyone we are up.
-            await nursery.start(_stop_on_signal, host, nursery.cancel_scope)
+            await nursery.start(_stop_on_signal, host, nursery.cancel_scope, admin_path)
             status = {
                 "listen": str(bound),
                 "pid": os.getpid(),
@@ -165,6 +165,7 @@ def _shown(show_pairing: Callable[[PairingTicket], None], ticket: PairingTicket)
 async def _stop_on_signal(
     host: Host,
     scope: trio.CancelScope,
+    admin_path: Path,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -172,6 +173,13 @@ async def _stop_on_signal(
         task_status.started()
         async for signum in signals:
             logger.info("received %s, stopping", signal.Signals(signum).name)
+            # Gone at once: the socket is closed at the start of the teardown, which
+            # may take seconds (a pane that ignores its hang-up), and one left there
+            # closed tells `pair` and `status` the host may have crashed.
+            try:
+                await trio.Path(admin_path).unlink()
+            except OSError:
+                pass
             # Tell logged-in devices first (ended hostStopped), then tear everything down.
             await host.shutdown()
             scope.cancel()

@@ -175,3 +175,40 @@ async def test_a_client_that_never_reads_its_replies_is_dropped(
             assert (await again.ask(b'{"op":"devices"}'))["ok"] is True
             await again.stream.aclose()
         await client.stream.aclose()
+
+
+def _refusing_socket(state_dir: Path) -> Any:
+    """An ``admin.sock`` that exists but that nobody listens on (connect: refused)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(state_dir / ADMIN_SOCKET))
+    return sock
+
+
+def test_a_host_that_left_its_socket_behind_may_have_crashed(state_dir: Path) -> None:
+    from mirror_host.host.admin_client import NoHostRunning, admin_request
+
+    with _refusing_socket(state_dir), pytest.raises(NoHostRunning, match="may have crashed"):
+        admin_request(state_dir, {"op": "status"})
+
+
+def test_a_host_that_removes_its_socket_as_it_refuses_has_stopped(state_dir: Path) -> None:
+    """A host stopping cleanly closes its socket and removes it; a client asking in
+    between hears that it stopped, not that it may have crashed (issue 28 item 8)."""
+    import threading
+
+    from mirror_host.host.admin_client import NoHostRunning, admin_request
+
+    with _refusing_socket(state_dir):
+        remover = threading.Timer(0.05, (state_dir / ADMIN_SOCKET).unlink)
+        remover.start()
+        try:
+            with pytest.raises(NoHostRunning) as refused:
+                admin_request(state_dir, {"op": "status"})
+        finally:
+            remover.join()
+    assert str(refused.value) == (
+        f"the mirror-host of state directory {state_dir} has stopped; "
+        "start one with `mirror-host serve`"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -243,3 +244,35 @@ def test_local_respawn_and_packet_log_settings() -> None:
     with pytest.raises(ConfigError, match="expected true or false"):
         build_config([Layer("x", {"local.respawn": "maybe"})])
     assert tomllib.loads(render_toml(config))["local"]["respawn"] is True
+
+
+@pytest.mark.parametrize(
+    ("home", "said"),
+    [
+        ("", "HOME is empty"),
+        ("relative/home", "HOME (relative/home) is not an absolute path"),
+        (
+            "/nonexistent-mirror-host-home",
+            "HOME (/nonexistent-mirror-host-home) is not a directory that exists",
+        ),
+    ],
+)
+def test_a_home_that_cannot_hold_the_default_state_dir_is_refused(
+    home: str, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    with pytest.raises(ConfigError, match=f"^state.dir: {re.escape(said)}, .*give --state-dir DIR"):
+        load_config(config_path=None, flags={}, environ={"HOME": home})
+    # Refused for the admin commands too, which otherwise go on past a bad setting.
+    with pytest.raises(ConfigError, match="^state.dir: "):
+        load_config(config_path=None, flags={}, environ={"HOME": home}, on_problem=lambda e: None)
+    # Any state directory that is named is taken as it is.
+    chosen = load_config(config_path=None, flags={"state.dir": "/srv/mh"}, environ={"HOME": home})
+    assert chosen.state.dir == "/srv/mh"
+    if sys.platform != "darwin":
+        monkeypatch.setenv("XDG_STATE_HOME", "/var/lib/someone")
+        elsewhere = load_config(
+            config_path=None, flags={}, environ={"HOME": home, "XDG_STATE_HOME": "/var/lib/someone"}
+        )
+        assert elsewhere.state.dir == "/var/lib/someone/mirror-host"
