@@ -187,7 +187,9 @@ def _cup(row: int, column: int) -> bytes:
 def _notice_line(text: str, local: tuple[int, int]) -> bytes:
     columns, rows = local
     line = _clip(_safe(text), columns)
-    return _cup(rows, 1) + b"\x1b[0;7m" + line.encode() + b"\x1b[0m\x1b[K"
+    # The row is cleared first: an erase after a line that fills it would take its
+    # last character (the cursor stays on the last column).
+    return _cup(rows, 1) + b"\x1b[0m\x1b[2K\x1b[7m" + line.encode() + b"\x1b[0m"
 
 
 def render_text(
@@ -208,24 +210,48 @@ def render_text(
     for index, line in enumerate(shown, start=1):
         out += _cup(index, 1) + _clip(line, columns).encode()
     if cropped:
-        out += _notice_line(
+        notice = _fitting(
+            columns,
             f" host pane {host[0]}x{host[1]} does not fit this {columns}x{rows} terminal: "
             f"showing the newest rows · {detach} detaches ",
-            (columns, rows),
+            f" pane {host[0]}x{host[1]}, newest rows · {detach} detaches ",
+            *_short_notices(detach),
         )
+        out += _notice_line(notice, (columns, rows))
     return bytes(out), cropped
 
 
 def crop_notice(
     window: Window, host: tuple[int, int], local: tuple[int, int], *, detach: str = "Ctrl-]"
 ) -> str:
-    """The one-line notice shown under a cropped pane (``detach`` names the detach key)."""
-    return (
-        f" host pane {host[0]}x{host[1]} is larger than this {local[0]}x{local[1]} terminal: "
+    """The one-line notice shown under a cropped pane (``detach`` names the detach key),
+    as much of it as fits the terminal's width: shorter forms replace it in a narrow
+    terminal, the way out kept longest."""
+    shown = (
         f"columns {window.left + 1}-{window.left + window.columns}, "
-        f"rows {window.top + 1}-{window.top + window.rows} · resize to see all · "
-        f"{detach} detaches "
+        f"rows {window.top + 1}-{window.top + window.rows}"
     )
+    return _fitting(
+        local[0],
+        f" host pane {host[0]}x{host[1]} is larger than this {local[0]}x{local[1]} terminal: "
+        f"{shown} · resize to see all · {detach} detaches ",
+        f" pane {host[0]}x{host[1]}: {shown} · {detach} detaches ",
+        *_short_notices(detach),
+    )
+
+
+def _short_notices(detach: str) -> tuple[str, ...]:
+    """What a notice becomes when little fits: that the pane is cut, and how to leave."""
+    return (f" cropped · {detach} detaches ", f" {detach} detaches ", f" {detach} ")
+
+
+def _fitting(columns: int, *forms: str) -> str:
+    """The first of ``forms`` (longest first) that fits ``columns`` cells; else the
+    last (clipped when it is shown)."""
+    for form in forms:
+        if display_width(form) <= columns:
+            return form
+    return forms[-1]
 
 
 class Presenter:

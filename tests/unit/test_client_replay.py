@@ -109,7 +109,7 @@ def test_a_cropped_frame_shows_exactly_the_window_of_the_host_screen() -> None:
     for row in range(4):
         expected = "".join(str((row + 4 + col) % 10) for col in range(5, 25))
         assert shown[row] == expected
-    assert shown[4].startswith(" host pane 30x8 is")
+    assert shown[4] == " Ctrl-] detaches"  # all of the notice that fits 20 columns
     check = Screen(*local)
     check.feed(data)
     assert check.cursor == (24 - 5, 7 - 4)
@@ -142,3 +142,28 @@ def test_replay_resets_like_ris() -> None:
     assert replica.active_text().startswith("x")
     assert replica.cell(0, 0)[1] == Screen(10, 2).cell(0, 0)[1]  # no red pen carried over
     replica.close()
+
+
+@pytest.mark.parametrize(
+    ("columns", "shown"),
+    [
+        (
+            120,
+            " host pane 44x25 is larger than this 120x5 terminal: columns 1-44, rows 22-25 "
+            "· resize to see all · Ctrl-] detaches",
+        ),
+        (60, " pane 44x25: columns 1-44, rows 22-25 · Ctrl-] detaches"),
+        (30, " cropped · Ctrl-] detaches"),
+        (20, " Ctrl-] detaches"),
+        (12, " Ctrl-]"),
+        (5, " Ctrl"),
+    ],
+)
+def test_a_crop_notice_is_shortened_to_fit_never_cut_mid_word(columns: int, shown: str) -> None:
+    """A 20x5 terminal once showed ` host pane 44x25 is` (issue 28 item 9)."""
+    host, local = (44, 25), (columns, 5)
+    window = crop_window(host, local, (0, 24))
+    line = _shown(Presenter().vt(b"", window, (0, 24), host, local), local)[-1]
+    assert line == shown.replace("1-44", f"1-{min(44, columns)}")
+    text_line = _shown(render_text("x\n" * 30, local, host)[0], local)[-1]
+    assert "Ctrl" in text_line and display_width(text_line) <= columns
