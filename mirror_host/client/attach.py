@@ -507,10 +507,13 @@ class Attachment:
                     if item.error.startswith("PANE_BUSY"):
                         if self._ever_subscribed:
                             return _Lost("the pane is still held, probably by the lost connection")
+                        # Prowl's PANE_BUSY names nobody: it may be this device's
+                        # own other attach (its credential, in another terminal).
                         return Ending(
                             1,
-                            f"{self.pane.title!r} is mirrored by another device: "
-                            "run again with --take-over to take it",
+                            f"{self.pane.title!r} is already mirrored, by another device or "
+                            "another `mirror-host attach` of this one: run again with "
+                            "--take-over to take it",
                         )
                     return Ending(1, f"the host refused the pane: {item.error}")
                 if isinstance(item, Ended):

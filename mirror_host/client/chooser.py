@@ -125,7 +125,10 @@ def backoff(attempt: int) -> float:
 
 
 _ENDED = {
-    EndReason.TAKEN_OVER: "another device took over the pane",
+    # `ended takenOver` names nobody: it may be another attach of this same device.
+    EndReason.TAKEN_OVER: (
+        "the pane was taken over, by another device or another `mirror-host attach` of this one"
+    ),
     EndReason.HOST_STOPPED: "the host stopped",
     EndReason.PANE_CLOSED: "the pane was closed on the host",
 }

@@ -137,7 +137,9 @@ def test_backoff_grows_then_holds() -> None:
 
 
 def test_end_reasons_in_words() -> None:
-    assert describe_end(EndReason.TAKEN_OVER) == "another device took over the pane"
+    assert describe_end(EndReason.TAKEN_OVER) == (
+        "the pane was taken over, by another device or another `mirror-host attach` of this one"
+    )
     assert describe_end(EndReason.HOST_STOPPED) == "the host stopped"
     assert describe_end(EndReason.PANE_CLOSED) == "the pane was closed on the host"
 
