@@ -197,7 +197,8 @@ class LocalSource:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
         live = len(self.live_panes())
         if live:
-            return {"kind": "local", "state": "running", "detail": f"{live} pane(s) running"}
+            panes = "1 pane" if live == 1 else f"{live} panes"
+            return {"kind": "local", "state": "running", "detail": f"{panes} running"}
         if self._respawning:
             detail = "every pane has exited; starting them again (--local-respawn)"
             return {"kind": "local", "state": "respawning", "detail": detail}
@@ -331,7 +332,7 @@ class LocalSource:
                 pane.screen.feed(data)
                 pane.watchers.notify()
         finally:
-            await self._retire(pane)
+            await self._retire(pane, stopping=not exited)
         if exited:
             self._last_pane_exited()
 
@@ -342,7 +343,7 @@ class LocalSource:
             except PaneSourceError:
                 return
 
-    async def _retire(self, pane: LocalPane) -> None:
+    async def _retire(self, pane: LocalPane, *, stopping: bool) -> None:
         pane.alive = False
         self._panes.pop(pane.id, None)
         pane.watchers.notify()
@@ -353,8 +354,12 @@ class LocalSource:
         if code in _SHELL_FAILURES:
             # The shell could not run it at all: worth a warning, not a shrug.
             logger.warning("pane %r exited at once: %s", pane.command, _SHELL_FAILURES[code])
+        elif stopping:  # hung up by the host itself: the end of every clean stop
+            logger.info("pane %r closed: the host is stopping", pane.command)
+        elif code < 0:  # Popen's way of saying "ended by a signal"
+            logger.info("pane %r ended by %s", pane.command, _signal_name(-code))
         else:
-            logger.info("pane %r exited (status %s)", pane.command, code)
+            logger.info("pane %r exited (status %d)", pane.command, code)
 
     async def _reap(self, pane: LocalPane) -> int:
         """Wait for the process; hang it up, then kill it, if it lingers."""
@@ -515,6 +520,13 @@ def _styled(pane: LocalPane, capture: VTCapture, overlay: str, now: float) -> Ca
         return pane.archives.store(key, Cached(None, overlay), now)
     exported = export_archive(screen, window, rows=rows, viewport_text=overlay, frame=capture.data)
     return pane.archives.store(key, exported, now)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:

@@ -80,6 +80,7 @@ from mirror_host.panes.tmux_protocol import (
     OutputReceived,
     PaneRow,
     PaneState,
+    pane_title,
     parse_pane_rows,
     parse_pane_state,
 )
@@ -576,17 +577,14 @@ class TmuxSource:
         panes = []
         for pane in self._panes.values():
             row = pane.row
-            terminal = row.command or "Shell"
-            parts = [row.session_name, row.window_name, terminal]
-            if row.window_panes > 1:
-                parts.append(f"Pane {row.pane_index + 1}")
+            title, subtitle = pane_title(row)
             panes.append(
                 PaneInfo(
                     id=pane.uuid,
-                    title=" · ".join(parts),
+                    title=title,
                     directory=row.path,
                     project_name=Path(row.path).name or row.path or None,
-                    subtitle=" · ".join(parts[1:]),
+                    subtitle=subtitle,
                 )
             )
         return panes

@@ -52,6 +52,7 @@ __all__ = [
     "PaneState",
     "Paused",
     "Unknown",
+    "pane_title",
     "parse_line",
     "parse_pane_rows",
     "parse_pane_state",
@@ -312,6 +313,20 @@ class PaneRow:
     dead: bool
     server_pid: int
     socket_path: str
+
+
+def pane_title(row: PaneRow) -> tuple[str, str]:
+    """A tmux pane's title and subtitle as phones list it: ``session · window ·
+    command`` (``· Pane N`` in a split window), the command left out where it is
+    the window's name, as tmux names windows by default (``work · bash``, not
+    ``work · bash · bash``)."""
+    parts = [row.session_name, row.window_name]
+    terminal = row.command or "Shell"
+    if terminal != row.window_name:
+        parts.append(terminal)
+    if row.window_panes > 1:
+        parts.append(f"Pane {row.pane_index + 1}")
+    return " · ".join(parts), " · ".join(parts[1:])
 
 
 def parse_pane_rows(text: str) -> list[PaneRow]:

@@ -579,13 +579,13 @@ async def test_status_says_what_runs_where_and_lists_pane_ids(
     assert report["panes"]["health"] == {
         "kind": "local",
         "state": "running",
-        "detail": "1 pane(s) running",
+        "detail": "1 pane running",
     }
     (pane,) = report["panes"]["items"]
     text = cli(state_dir, "status").stdout
     assert text.startswith(f"mirror-host  {__version__}, up ")
     assert f"state dir    {state_dir}\n" in text
-    assert "source       local, running: 1 pane(s) running\n" in text
+    assert "source       local, running: 1 pane running\n" in text
     assert f"\n  {pane['id']}  cat  ({pane['directory']})\n" in text
 
 

@@ -187,3 +187,26 @@ async def test_ctrl_c_interrupts_sleep_in_a_pane_of_a_host_a_script_started(
         await client.send(c.Input(data=b"\x03", subscription_id=sub))
         await trio.to_thread.run_sync(_wait_for, "sleep interrupted", lambda: not _status(sleeper))
         assert _status(shell), "Ctrl-C ended the shell, not only its command"
+
+
+async def test_how_a_pane_ended_is_logged_in_words(
+    tmp_path: Path, host_log: pytest.LogCaptureFixture
+) -> None:
+    """Not ``exited (status -1)`` at every clean stop, which reads as an error."""
+    source = LocalSource(
+        ["exit 3", "kill -KILL $$", "exec sleep 600"], columns=80, rows=24, cwd=str(tmp_path)
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(20):
+            while not any("ended by" in m for m in host_log.messages) or not any(
+                "status 3" in m for m in host_log.messages
+            ):
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    said = [m for m in host_log.messages if m.startswith("pane ")]
+    assert sorted(said) == [
+        "pane 'exec sleep 600' closed: the host is stopping",
+        "pane 'exit 3' exited (status 3)",
+        "pane 'kill -KILL $$' ended by SIGKILL",
+    ]

@@ -20,6 +20,7 @@ from mirror_host.panes.tmux_protocol import (
     OutputReceived,
     Paused,
     Unknown,
+    pane_title,
     parse_line,
     parse_pane_rows,
     parse_pane_state,
@@ -68,6 +69,24 @@ def test_pane_rows() -> None:
         False,
     )
     assert LIST_FORMAT.count("#{") == len(fields)
+
+
+@pytest.mark.parametrize(
+    ("window", "panes", "command", "title"),
+    [
+        ("bash", 1, "bash", ("work · bash", "bash")),  # tmux names windows after the command
+        ("bash", 2, "bash", ("work · bash · Pane 2", "bash · Pane 2")),
+        ("editor", 1, "vim", ("work · editor · vim", "editor · vim")),
+        ("editor", 1, "", ("work · editor · Shell", "editor · Shell")),
+    ],
+)
+def test_a_pane_title_says_each_thing_once(
+    window: str, panes: int, command: str, title: tuple[str, str]
+) -> None:
+    fields = ["$0", "work", "@1", "0", window, str(panes), "%3", "1", "t", command, "/src",
+              "80", "24", "0", "4242", "/tmp/tmux-0/x"]  # fmt: skip
+    (row,) = parse_pane_rows(SEPARATOR.join(fields))
+    assert pane_title(row) == title
 
 
 def test_state_seed_reproduces_modes_cursor_and_region() -> None:
