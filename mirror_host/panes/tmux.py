@@ -25,7 +25,9 @@ kept if one is there already), so every shell tmux starts from then on signs
 its prompt marks with it (:mod:`mirror_host.shell.nonce`). Each pane's screen
 takes only signed marks when its process started with the nonce (its initial
 environment, read from ``/proc``); a shell started before has none, and its
-screen takes unsigned marks until a signed one arrives.
+screen takes unsigned marks until a signed one arrives. The nonce stays there
+when the host stops, on purpose: the shells started meanwhile hold it, and a
+host started again keeps it, so they go on signing marks it takes.
 
 While a pane is scrolled back, its viewport text is the copy-mode view, read
 with its attributes (``capture-pane -e``) when the scroll happens and put on a

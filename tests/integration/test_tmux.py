@@ -417,7 +417,7 @@ async def test_the_source_hands_tmux_one_nonce_and_keeps_a_valid_one(
     if before is not None:
         tmux_server.tmux("set-environment", "-g", NONCE_VARIABLE, before)
     await _listed_once(TmuxSource(socket_name=tmux_server.name))
-    handed = _global_nonce(tmux_server)
+    handed = _global_nonce(tmux_server)  # read after that source has stopped: it stays
     assert handed is not None and is_nonce(handed)
     assert (handed == before) is kept
     # A second host on the same server keeps it: shells started with it still count.
