@@ -94,7 +94,11 @@ def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> 
 
     if flags[:1] == ["--"]:
         flags = flags[1:]
-    serve_args = build_parser().parse_args(["serve", *flags])
+    serve_args, unknown = build_parser().parse_known_args(["serve", *flags])
+    if unknown:  # said here, so the usage shown is `service install`'s
+        install.error(
+            f"unrecognized arguments: {' '.join(unknown)} (not flags of `mirror-host serve`)"
+        )
     if serve_args.pair:
         install.error(
             "--pair is not for a service: the pairing code would go to the service's log; "

@@ -82,3 +82,14 @@ def test_a_waiting_pair_hears_that_a_host_stopped_by_sigterm_stopped(state_dir: 
     assert waiting.returncode == 1
     assert "The host stopped: " in out, (out, err)
     assert "crashed" not in out + err
+
+
+def test_service_install_with_an_unknown_serve_flag_shows_its_own_usage() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "service", "install", "--dry-run",
+         "--source", "tmux", "--bogus"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: mirror-host service install ")
+    assert "mirror-host service install: error: unrecognized arguments: --bogus" in result.stderr
