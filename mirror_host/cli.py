@@ -34,7 +34,7 @@ from mirror_host.config import (
     parse_size,
     render_toml,
 )
-from mirror_host.config_file import default_config_path, load_config
+from mirror_host.config_file import default_config_path, default_state_dir, load_config
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.errors import ConfigError
 from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
@@ -196,7 +196,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--state-dir",
         metavar="DIR",
-        help="device store, admin socket and status file (default: $XDG_STATE_HOME/mirror-host)",
+        # Resolved, as --config's is: the directory on this machine, macOS's included.
+        help=f"device store, admin socket and status file (default: {default_state_dir()})",
     )
     group.add_argument("--log-level", choices=LOG_LEVELS, help="default: info")
     group.add_argument("--log-format", choices=LOG_FORMATS, help="default: text")

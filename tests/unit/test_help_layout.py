@@ -43,3 +43,17 @@ def test_prose_is_wrapped_and_example_blocks_are_kept_line_for_line() -> None:
     assert examples == (
         "examples:\n  prog --a-very-long-option-that-must-stay-on-its-line   and its explanation\n"
     )
+
+
+def test_the_default_paths_are_shown_alike_as_this_machine_resolves_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mirror_host.config_file import default_config_path, default_state_dir
+
+    monkeypatch.setenv("COLUMNS", "400")  # one line per option, for the search below
+    for parser in every_parser(build_parser()):
+        text = parser.format_help()
+        if "--state-dir" in text:
+            assert f"(default: {default_state_dir()})" in text, parser.prog
+            assert str(default_config_path()) in text, parser.prog
+            assert "$XDG_STATE_HOME" not in text, parser.prog
