@@ -41,6 +41,7 @@ __all__ = [
     "TmuxSettings",
     "build_config",
     "flatten_table",
+    "from_environment",
     "parse_endpoint",
     "split_host_port",
     "parse_size",
@@ -288,21 +289,43 @@ def _address(value: object) -> str | None:
 
 
 def _boolean(value: object) -> bool:
+    # Only a TOML boolean: text ("yes") is the environment's, read by from_environment.
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
+    unquote = " (a TOML boolean: no quotes)" if isinstance(value, str) else ""
+    raise ValueError(f"expected true or false, got {value!r}{unquote}")
 
 
 def _connection_limit(value: object) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-        raise ValueError("expected an integer 1 … 1024")
+        unquote = " (a TOML integer: no quotes)" if isinstance(value, str) else ""
+        raise ValueError(f"expected an integer 1 … 1024, got {value!r}{unquote}")
     return value
+
+
+_TRUE_WORDS = ("true", "1", "yes", "on")
+_FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def from_environment(key: str, text: str) -> object:
+    """A ``MIRROR_HOST_*`` variable's text as the value its setting takes: the
+    environment has only text, so a yes/no or a number is read from it here (a
+    config file says them in TOML's own types, and text there is refused).
+
+    Raises:
+        ValueError: the text is no value of that kind.
+    """
+    parser = KEYS[key][2]
+    word = text.strip().lower()
+    if parser is _boolean:
+        if word in _TRUE_WORDS or word in _FALSE_WORDS:
+            return word in _TRUE_WORDS
+        raise ValueError(f"expected true or false (or yes/no, 1/0, on/off), got {text!r}")
+    if parser is _connection_limit:
+        if word.isdigit():
+            return int(word)
+        raise ValueError(f"expected an integer 1 … 1024, got {text!r}")
+    return text
 
 
 def _endpoint(value: object) -> Endpoint:

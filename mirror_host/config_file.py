@@ -14,7 +14,15 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from mirror_host.config import KEYS, Config, Layer, OnProblem, build_config, flatten_table
+from mirror_host.config import (
+    KEYS,
+    Config,
+    Layer,
+    OnProblem,
+    build_config,
+    flatten_table,
+    from_environment,
+)
 from mirror_host.errors import ConfigError
 from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
@@ -127,7 +135,10 @@ def env_layer(environ: Mapping[str, str], *, on_problem: OnProblem = None) -> La
             key = by_env.get(name)
             if key is None:
                 raise ConfigError(name, "unknown setting", origin="environment")
-            value: object = raw
+            try:
+                value = from_environment(key, raw)
+            except ValueError as exc:
+                raise ConfigError(name, str(exc), origin="environment") from exc
             if key == "local.commands" and raw.lstrip().startswith("["):
                 try:
                     value = tomllib.loads(f"v = {raw}")["v"]
@@ -183,4 +194,27 @@ def load_config(
     state_dir = Path(config.state.dir).expanduser()
     if not state_dir.is_absolute():
         state_dir = Path.cwd() / state_dir
-    return dataclasses.replace(config, state=dataclasses.replace(config.state, dir=str(state_dir)))
+    config = dataclasses.replace(
+        config, state=dataclasses.replace(config.state, dir=str(state_dir))
+    )
+    return _paths_expanded(config)
+
+
+#: The path settings besides ``state.dir``: ``~`` in them is expanded once, here, so
+#: ``check-config`` shows each as it is used (as it shows ``state.dir``).
+_PATH_SETTINGS = (
+    ("herdr", "socket"),
+    ("herdr", "bin"),
+    ("tmux", "socket_path"),
+    ("agliteterm", "socket"),
+)
+
+
+def _paths_expanded(config: Config) -> Config:
+    for room_name, field in _PATH_SETTINGS:
+        room = getattr(config, room_name)
+        value = getattr(room, field)
+        if isinstance(value, str) and value.startswith("~"):
+            expanded = dataclasses.replace(room, **{field: os.path.expanduser(value)})
+            config = dataclasses.replace(config, **{room_name: expanded})
+    return config

@@ -239,11 +239,40 @@ def test_a_lenient_load_reports_each_problem_and_keeps_the_rest(tmp_path: Path) 
 
 
 def test_local_respawn_and_packet_log_settings() -> None:
-    config = build_config([Layer("environment", {"local.respawn": "true", "log.packets": "0"})])
+    environment = {"MIRROR_HOST_LOCAL_RESPAWN": "true", "MIRROR_HOST_LOG_PACKETS": "0"}
+    config = build_config([env_layer(environment)])
     assert config.local.respawn is True and config.log.packets is False
     with pytest.raises(ConfigError, match="expected true or false"):
-        build_config([Layer("x", {"local.respawn": "maybe"})])
+        env_layer({"MIRROR_HOST_LOCAL_RESPAWN": "maybe"})
     assert tomllib.loads(render_toml(config))["local"]["respawn"] is True
+
+
+def test_a_config_file_says_numbers_and_yes_no_in_tomls_own_types(tmp_path: Path) -> None:
+    """``max_connections = "16"`` and ``shell_send = "yes"`` were taken silently
+    (issue 28 item 15): text there is refused, naming the key; the environment,
+    which has only text, still reads it."""
+    for line, said in (
+        ('[server]\nmax_connections = "16"', "server.max_connections: expected an integer"),
+        ('[commands]\nshell_send = "yes"', "commands.shell_send: expected true or false"),
+        ('[log]\npackets = "false"', "log.packets: expected true or false"),
+    ):
+        path = tmp_path / "config.toml"
+        path.write_text(line + "\n")
+        with pytest.raises(
+            ConfigError, match=f"^{re.escape(said)}.*no quotes.*{re.escape(str(path))}"
+        ):
+            load_config(config_path=str(path), flags={}, environ={})
+    path.write_text("[server]\nmax_connections = 16\n[commands]\nshell_send = false\n")
+    typed = load_config(config_path=str(path), flags={}, environ={})
+    assert (typed.server.max_connections, typed.commands.shell_send) == (16, False)
+    environment = {
+        "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "16",
+        "MIRROR_HOST_COMMANDS_SHELL_SEND": "no",
+    }
+    from_env = load_config(config_path=None, flags={}, environ=environment)
+    assert (from_env.server.max_connections, from_env.commands.shell_send) == (16, False)
+    with pytest.raises(ConfigError, match="^MIRROR_HOST_SERVER_MAX_CONNECTIONS: expected an"):
+        load_config(config_path=None, flags={}, environ={"MIRROR_HOST_SERVER_MAX_CONNECTIONS": "x"})
 
 
 @pytest.mark.parametrize(
@@ -276,3 +305,16 @@ def test_a_home_that_cannot_hold_the_default_state_dir_is_refused(
             config_path=None, flags={}, environ={"HOME": home, "XDG_STATE_HOME": "/var/lib/someone"}
         )
         assert elsewhere.state.dir == "/var/lib/someone/mirror-host"
+
+
+def test_path_settings_are_shown_expanded_like_the_state_dir(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[herdr]\nsocket = "~/h.sock"\nbin = "~/bin/herdr"\n[tmux]\nsocket_path = "~/t"\n'
+        '[state]\ndir = "~/state"\n'
+    )
+    config = load_config(config_path=str(path), flags={}, environ={})
+    home = str(Path.home())
+    assert config.herdr.socket == f"{home}/h.sock" and config.herdr.bin == f"{home}/bin/herdr"
+    assert config.tmux.socket_path == f"{home}/t" and config.state.dir == f"{home}/state"
+    assert "~" not in render_toml(config)
