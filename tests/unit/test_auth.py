@@ -116,3 +116,13 @@ def test_pairing_payload_round_trip_and_expiry() -> None:
 def test_unusable_addresses_are_refused(address: str) -> None:
     with pytest.raises(InvalidPairingPayload):
         build_pairing_payload(address=address, port=7880, code="ABCDEFGH", window_start=0)
+
+
+def test_the_code_with_or_without_its_dash_is_one_code() -> None:
+    """``pair --json`` gives ``code`` as the protocol and the QR payload carry it
+    (``EHAGD5BQ``, the key TLS-PSK uses); the dash of the printed ``EHAG-D5BQ`` is only
+    for reading, and everything that takes a typed code drops it (issue 28 item 16)."""
+    code = "EHAGD5BQ"
+    assert display_code(code) == "EHAG-D5BQ"
+    assert normalize_code(display_code(code)) == normalize_code(code) == code
+    assert normalize_code(" ehag-d5bq ") == code
