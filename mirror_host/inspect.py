@@ -163,7 +163,8 @@ def describe(data: bytes, kind: str = "packets", *, now: float) -> Iterator[byte
     """
     try:
         for line in _lines(data, kind, now=now):
-            yield dump_json(line)
+            # For people: `/` as it is, not Swift's `\/` (the hex holds the real bytes).
+            yield dump_json(line, escape_slashes=False)
     except (
         MirrorHostError,
         InvalidHex,
@@ -171,4 +172,4 @@ def describe(data: bytes, kind: str = "packets", *, now: float) -> Iterator[byte
         InvalidPairingPayload,
         UnicodeDecodeError,
     ) as exc:
-        yield dump_json({"error": str(exc) or type(exc).__name__})
+        yield dump_json({"error": str(exc) or type(exc).__name__}, escape_slashes=False)

@@ -112,11 +112,12 @@ def format_double(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _dump_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False).replace("/", "\\/")
+def _dump_string(text: str, slashes: bool = True) -> str:
+    encoded = json.dumps(text, ensure_ascii=False)
+    return encoded.replace("/", "\\/") if slashes else encoded
 
 
-def _dump(value: JSONValue, out: list[str]) -> None:
+def _dump(value: JSONValue, out: list[str], slashes: bool = True) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -128,34 +129,37 @@ def _dump(value: JSONValue, out: list[str]) -> None:
     elif isinstance(value, float):
         out.append(format_double(value))
     elif isinstance(value, str):
-        out.append(_dump_string(value))
+        out.append(_dump_string(value, slashes))
     elif isinstance(value, list):
         out.append("[")
         for index, item in enumerate(value):
             if index:
                 out.append(",")
-            _dump(item, out)
+            _dump(item, out, slashes)
         out.append("]")
     else:
         out.append("{")
         for index, (key, item) in enumerate(value.items()):
             if index:
                 out.append(",")
-            out.append(_dump_string(key))
+            out.append(_dump_string(key, slashes))
             out.append(":")
-            _dump(item, out)
+            _dump(item, out, slashes)
         out.append("}")
 
 
-def dump_json(value: JSONValue) -> bytes:
+def dump_json(value: JSONValue, *, escape_slashes: bool = True) -> bytes:
     """Encode ``value`` compactly, in the given member order, as UTF-8.
+
+    ``/`` is written ``\\/``, as Swift's ``JSONEncoder`` writes it, unless
+    ``escape_slashes`` is false (output for people, such as ``wire decode``'s).
 
     Raises:
         LocalProtocolError: a non-finite float, or a string that is not valid
             Unicode (a lone surrogate).
     """
     out: list[str] = []
-    _dump(value, out)
+    _dump(value, out, escape_slashes)
     try:
         return "".join(out).encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -105,3 +105,15 @@ def test_help_says_how_to_capture_packets() -> None:
         check=True,
     )
     assert "--log-packets" in result.stdout and "docs/security.md" in result.stdout
+
+
+def test_slashes_are_shown_as_they_are() -> None:
+    """Not as Swift's encoder escapes them (``"\\/"``): the output is for people."""
+    pane = '{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"a/b","directory":"/srv/x","busy":false}'
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror_host", "wire", "decode", "--as", "pane"],
+        input=pane, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert '"directory":"/srv/x"' in result.stdout and '"title":"a/b"' in result.stdout
+    assert "\\/" not in result.stdout
