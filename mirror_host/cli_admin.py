@@ -335,7 +335,7 @@ def run_revoke(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             time.sleep(0.1)
             continue
         except StoreError as exc:
-            print(f"mirror-host revoke: {exc}", file=sys.stderr)
+            print(f"mirror-host revoke: {exc}; nothing was revoked", file=sys.stderr)
             return 1
         with lock:
             print(_offline_note(offline), file=sys.stderr)
@@ -401,7 +401,7 @@ def _revoke_offline(state_dir: Path, device_id: str | None, out: TextIO) -> int:
         after, removed = registry.revoked(target)
         store.save_sync(after)
     except StoreError as exc:
-        print(f"mirror-host revoke: {exc}", file=sys.stderr)
+        print(f"mirror-host revoke: {exc}; nothing was revoked", file=sys.stderr)
         return 1
     for removed_id in removed:
         out.write(f"revoked {removed_id}\n")

@@ -54,7 +54,9 @@ class StateLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise StoreError(f"{self.path}: cannot open the state directory lock ({exc})") from exc
+            raise StoreError(
+                f"{self.path}: cannot open the state directory lock ({exc.strerror or exc})"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -66,7 +68,9 @@ class StateLock:
             ) from None
         except OSError as exc:
             os.close(fd)
-            raise StoreError(f"{self.path}: cannot lock the state directory ({exc})") from exc
+            raise StoreError(
+                f"{self.path}: cannot lock the state directory ({exc.strerror or exc})"
+            ) from exc
         self._fd: int | None = fd
 
     def release(self) -> None:

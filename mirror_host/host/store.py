@@ -154,7 +154,9 @@ class DeviceStore:
         try:
             write_atomic(self.path, encode_registry(registry))
         except OSError as exc:
-            raise StoreError(f"{self.path}: cannot write the device store ({exc})") from exc
+            raise StoreError(
+                f"{self.path}: cannot write the device store ({exc.strerror or exc})"
+            ) from exc
 
     async def save(self, registry: DeviceRegistry) -> None:
         """Write ``registry`` atomically in a worker thread, one write at a time.

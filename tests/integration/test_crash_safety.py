@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,37 @@ async def test_sigkill_during_pairings_loses_nothing(state_dir: Path) -> None:
         DeviceStore(state_dir).save_sync(DeviceRegistry(host_id=registry.host_id))
     assert lifetimes >= 5
     assert received_total >= 10, "too few pairings completed to mean anything"
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (lambda name: True, "lock: cannot open the state directory lock (Read-only file system)"),
+        (
+            lambda name: name.endswith(".tmp"),
+            "devices.json: cannot write the device store (Read-only file system)",
+        ),
+    ],
+    ids=["lock", "store"],
+)
+def test_revoke_all_on_a_read_only_state_dir_says_so_in_words(
+    state_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    names: Callable[[str], bool],
+    said: str,
+) -> None:
+    """Not a raw ``[Errno 30]`` (issue 28 item 18); and nothing is revoked."""
+    from mirror_host.cli import main
+    from tests.fakes.disk_faults import read_only_under
+
+    store = DeviceStore(state_dir)
+    registry = store.load_or_create()
+    before = (state_dir / "devices.json").read_bytes()
+    assert isinstance(registry, DeviceRegistry)
+    monkeypatch.setattr(os, "open", read_only_under(str(state_dir), names=names))
+    assert main(["revoke", "--all", "--state-dir", str(state_dir)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"mirror-host revoke: {state_dir}/{said}; nothing was revoked", err
+    assert "Errno" not in "\n".join(err)
+    assert (state_dir / "devices.json").read_bytes() == before
