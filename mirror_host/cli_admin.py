@@ -257,10 +257,12 @@ def _offline_note(exc: NoHostRunning) -> str:
 def run_devices(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """List paired devices."""
     state_dir = Path(config.state.dir)
+    running = True
     try:
         reply = admin_request(state_dir, {"op": "devices"})
         devices = reply["devices"]
     except NoHostRunning as exc:
+        running = False
         print(_offline_note(exc), file=sys.stderr)
         try:
             registry = DeviceStore(state_dir).load()
@@ -272,7 +274,13 @@ def run_devices(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.write(json.dumps(devices) + "\n")
         return 0
     if not devices:
-        out.write("No paired devices. Pair one with `mirror-host pair`.\n")
+        # `pair` needs a running host: without one, the way to pair is to start it.
+        how = (
+            "`mirror-host pair`"
+            if running
+            else "`mirror-host serve --pair` (or `pair` once serve runs)"
+        )
+        out.write(f"No paired devices. Pair one with {how}.\n")
         return 0
     for device in devices:
         state = "connected" if device["connected"] else f"last seen {_when(device['lastSeen'])}"

@@ -250,6 +250,8 @@ def test_commands_without_a_host_say_so(state_dir: Path) -> None:
         assert "no mirror-host is running" in result.stderr
     devices = cli(state_dir, "devices")
     assert devices.returncode == 0 and "No paired devices" in devices.stdout
+    # `pair` needs a running host: the way to pair here is to start one.
+    assert "Pair one with `mirror-host serve --pair`" in devices.stdout
 
 
 @pytest.mark.slow

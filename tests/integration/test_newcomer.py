@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_cli_admin import _rest, _waiting_pair, stop, wait_until_serving
+from tests.integration.test_cli_admin import _rest, _waiting_pair, cli, stop, wait_until_serving
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
 
@@ -52,6 +52,9 @@ def test_listen_localhost_listens_on_127_0_0_1(state_dir: Path) -> None:
         wait_until_serving(state_dir, process)
         listen = json.loads((state_dir / "serve.json").read_text())["listen"]
         assert listen.startswith("127.0.0.1:")
+        # With a host running, `pair` is the way to pair (without one, `serve --pair`).
+        devices = cli(state_dir, "devices")
+        assert devices.stdout == "No paired devices. Pair one with `mirror-host pair`.\n"
     finally:
         stop(process)
 
