@@ -49,3 +49,16 @@ def test_every_client_rule_names_tests_that_exist() -> None:
             if not path.is_file() or name not in _tests_in(path):
                 missing.append(f"{current}::{name}")
     assert missing == []
+
+
+def test_the_readmes_using_it_names_every_command() -> None:
+    """``check-config`` was missing there (issue 28 item 20)."""
+    import argparse
+
+    from mirror_host.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    using = _section((REPO / "README.md").read_text(), "Using it")
+    missing = [name for name in commands.choices if f"mirror-host {name}" not in using]
+    assert missing == []
