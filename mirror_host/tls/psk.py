@@ -217,9 +217,12 @@ def check_psk_route(context_class: type[ssl.SSLContext] = ssl.SSLContext) -> str
     if context_class not in _checked:
         # In a copy of the context, so nothing the check binds leaks into the
         # caller's task.
-        _checked[context_class] = contextvars.copy_context().run(_self_check, context_class)
-        # Debug: a start-up that fails later (a busy port) stays one line.
-        logger.debug("TLS-PSK ready: %s", _checked[context_class])
+        described = contextvars.copy_context().run(_self_check, context_class)
+        if described not in _checked.values():
+            # Debug: a start-up that fails later (a busy port) stays one line. Said
+            # once: serve checks the route, then the host with its own context class.
+            logger.debug("TLS-PSK ready: %s", described)
+        _checked[context_class] = described
     return _checked[context_class]
 
 

@@ -54,6 +54,21 @@ def test_the_route_is_the_one_for_this_python() -> None:
     assert negotiated_identity() is None
 
 
+def test_the_route_is_logged_once_however_many_context_classes_check_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve checks with ssl.SSLContext, the host with its own class: one line, not two."""
+    from mirror_host.host.tls import _ServerSSLContext
+    from mirror_host.tls import psk
+
+    monkeypatch.setattr(psk, "_checked", {})
+    caplog.set_level(logging.DEBUG, logger="mirror_host.tls.psk")
+    check_psk_route()
+    check_psk_route(_ServerSSLContext)
+    check_psk_route()
+    assert [r.getMessage()[:14] for r in caplog.records] == ["TLS-PSK ready:"]
+
+
 def test_a_handshake_negotiates_the_one_suite_and_binds_the_identity() -> None:
     key = secrets.token_bytes(32)
     server = build_server_context()
