@@ -105,7 +105,9 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "unless there is only one)",
     )
     attach.add_argument(
-        "--text", action="store_true", help="a read-only text view (text-v1; keys are ignored)"
+        "--text",
+        action="store_true",
+        help="a read-only text view (text-v1; keys are not sent; Ctrl-C detaches too)",
     )
     attach.add_argument(
         "--take-over",

@@ -371,6 +371,9 @@ class Attachment:
                 self._finish(Ending(1, "the terminal went away"))
                 return
             cut = data.find(self.options.detach_key)
+            if self.representation is Representation.TEXT and cut < 0:
+                # A text view sends no keys: Ctrl-C, the key people try, leaves it too.
+                cut = data.find(b"\x03")
             keys = data if cut < 0 else data[:cut]
             if keys and self.representation is Representation.VT:
                 await self._input.send_input(keys)

@@ -195,28 +195,41 @@ def _notice_line(text: str, local: tuple[int, int]) -> bytes:
 def render_text(
     text: str, local: tuple[int, int], host: tuple[int, int], *, detach: str = "Ctrl-]"
 ) -> tuple[bytes, bool]:
-    """A text frame's rows for the local terminal (controls neutralised); and whether
-    it was cropped. The newest rows are kept when there are too many. ``detach``
-    names the detach key in the notice."""
+    """A text frame's rows for the local terminal (controls neutralised), above a
+    notice on the last row that says the view is read-only and how to leave; and
+    whether it was cropped. The newest rows are kept when there are too many.
+    ``detach`` names the detach key (Ctrl-C leaves a text view too)."""
     columns, rows = max(1, local[0]), max(1, local[1])
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [_safe(line) for line in lines]
-    cropped = len(lines) > rows or any(display_width(line) > columns for line in lines)
-    room = max(1, rows - 1) if cropped else rows
+    room = max(1, rows - 1)
+    cropped = len(lines) > room or any(display_width(line) > columns for line in lines)
     shown = lines[-room:] if len(lines) > room else lines
     out = bytearray()
     for index, line in enumerate(shown, start=1):
         out += _cup(index, 1) + _clip(line, columns).encode()
+    leave = f"{detach} or Ctrl-C detaches"
     if cropped:
         notice = _fitting(
             columns,
-            f" host pane {host[0]}x{host[1]} does not fit this {columns}x{rows} terminal: "
-            f"showing the newest rows · {detach} detaches ",
-            f" pane {host[0]}x{host[1]}, newest rows · {detach} detaches ",
+            f" read-only · host pane {host[0]}x{host[1]} does not fit this {columns}x{rows} "
+            f"terminal: showing the newest rows · {leave} ",
+            f" read-only · pane {host[0]}x{host[1]}, newest rows · {leave} ",
+            f" read-only · {leave} ",
+            f" read-only · {detach} detaches ",
             *_short_notices(detach),
         )
+    else:
+        notice = _fitting(
+            columns,
+            f" read-only text view (keys are not sent) · {leave} ",
+            f" read-only · {leave} ",
+            f" read-only · {detach} detaches ",
+            *_short_notices(detach)[1:],  # not "cropped": it is not
+        )
+    if rows > 1 or cropped:
         out += _notice_line(notice, (columns, rows))
     return bytes(out), cropped
 

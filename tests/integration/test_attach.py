@@ -164,6 +164,21 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
 
 
 @pytest.mark.slow
+async def test_a_text_view_says_it_is_read_only_and_ctrl_c_leaves_it(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    async with running_host(state_dir, remote_shell()) as host, tmux_shell(tmp_path) as tmux:
+        address = f"127.0.0.1:{port_of(host)}"
+        code = (await host.open_pairing_window()).code
+        await tmux.type(f"{ATTACH} {address} --code {code} --text; echo EXIT=$?", "Enter")
+        await tmux.wait_for("remote$")
+        await tmux.wait_for("read-only text view (keys are not sent) · Ctrl-] or Ctrl-C detaches")
+        await tmux.type("C-c")
+        shown = await tmux.wait_for("EXIT=0")
+        assert "mirror-host: detached from 'sh'" in shown
+
+
+@pytest.mark.slow
 async def test_the_chooser_shows_ids_and_the_detach_key_quits_it(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -77,7 +77,18 @@ def test_text_keeps_the_newest_rows_clips_wide_text_and_neutralises_controls() -
 def test_small_text_is_shown_whole() -> None:
     rows, cropped = render_text("a\nb\n", (80, 24), (40, 10))
     assert not cropped
-    assert rows == b"\x1b[1;1Ha\x1b[2;1Hb"
+    assert rows.startswith(b"\x1b[1;1Ha\x1b[2;1Hb\x1b[24;1H")  # then the notice
+
+
+def test_a_text_view_says_it_is_read_only_and_how_to_leave() -> None:
+    """``attach --text`` ignored keys without a word, Ctrl-C too (issue 28 item 23)."""
+    shown = _shown(render_text("a\nb\n", (80, 24), (40, 10))[0], (80, 24))
+    assert shown[:2] == ["a", "b"]
+    assert shown[-1] == " read-only text view (keys are not sent) · Ctrl-] or Ctrl-C detaches"
+    narrow = _shown(render_text("a\n", (30, 5), (40, 10))[0], (30, 5))
+    assert narrow[-1] == " read-only · Ctrl-] detaches"
+    full = _shown(render_text("x\n" * 24, (80, 24), (80, 24))[0], (80, 24))
+    assert full[-1] == " read-only · pane 80x24, newest rows · Ctrl-] or Ctrl-C detaches"
 
 
 def _shown(data: bytes, local: tuple[int, int]) -> list[str]:
