@@ -5,7 +5,8 @@ Usage: VENV/bin/python .ci/wheel_smoke.py VERSION
 
 Run with the Python of a fresh venv the wheel was installed into. It uses only
 that venv's ``mirror-host`` program, from a temporary directory (never the
-source tree): ``--version`` must say VERSION; ``serve`` on 127.0.0.1 must log
+source tree): ``--version`` must say VERSION; the documentation files bare
+``mirror-host`` names must be installed with it; ``serve`` on 127.0.0.1 must log
 (at debug level) that its TLS-PSK route is ready; ``pair --json`` opens a
 window; and the venv's own ``conformance`` client pairs with the code, checks
 that the handshake is TLS 1.2 with ECDHE-PSK-CHACHA20-POLY1305, logs in,
@@ -39,6 +40,17 @@ def run(program: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str
     )
 
 
+def documentation(bare: str) -> None:
+    """Bare ``mirror-host`` names documentation files: the wheel must hold them."""
+    _, _, listed = bare.partition("documentation (Markdown files of this installation):\n")
+    files = [Path(line.split()[0]) for line in listed.splitlines() if line.startswith("  ")]
+    if not files:
+        fail(f"bare mirror-host names no documentation: {bare[-300:]!r}")
+    for path in files:
+        if "site-packages" not in str(path) or not path.is_file():
+            fail(f"bare mirror-host names {path}, which this installation does not have")
+
+
 def main() -> None:
     version = sys.argv[1]
     program = Path(sys.executable).parent / "mirror-host"
@@ -53,6 +65,7 @@ def main() -> None:
         said = run(program, "--version", cwd=work).stdout.strip()
         if said != f"mirror-host {version}":
             fail(f"--version says {said!r}, expected 'mirror-host {version}'")
+        documentation(run(program, cwd=work).stdout)
         smoke(program, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

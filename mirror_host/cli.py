@@ -60,9 +60,25 @@ examples:
   eval "$(mirror-host shell-init bash)"       (in ~/.bashrc) let phones run commands there
   mirror-host attach 192.168.1.20:7880        watch and drive a host's pane here
   mirror-host conformance HOST:PORT --code C  check any Prowl mirror host
-
-Documentation: docs/operations.md (running), docs/protocol.md (the wire format).
 """
+
+
+def documentation_dir() -> Path:
+    """Where this installation's documentation is: inside the package for a wheel
+    (pyproject.toml ships ``docs/`` there), ``docs/`` of the clone otherwise."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "docs"
+    return shipped if shipped.is_dir() else package.parent / "docs"
+
+
+def _epilog() -> str:
+    docs = documentation_dir()
+    return (
+        f"{_EPILOG}\ndocumentation (Markdown files of this installation):\n"
+        f"  {docs / 'operations.md'}   running it\n"
+        f"  {docs / 'tools.md'}   attach and conformance\n"
+        f"  {docs / 'protocol.md'}   the wire format\n"
+    )
 
 
 _SERVE_EXAMPLES = """\
@@ -480,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mirror-host",
         description=_DESCRIPTION,
-        epilog=_EPILOG,
+        epilog=_epilog(),
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mirror-host {__version__}")

@@ -57,3 +57,15 @@ def test_the_default_paths_are_shown_alike_as_this_machine_resolves_them(
             assert f"(default: {default_state_dir()})" in text, parser.prog
             assert str(default_config_path()) in text, parser.prog
             assert "$XDG_STATE_HOME" not in text, parser.prog
+
+
+def test_bare_help_names_documentation_files_this_installation_has() -> None:
+    """Not ``docs/operations.md``, relative to nowhere in a wheel install (issue 28 item
+    24); the wheel ships them (pyproject.toml, .ci/wheel_smoke.py checks an install)."""
+    from pathlib import Path
+
+    text = build_parser().format_help()
+    _, _, listed = text.partition("documentation (Markdown files of this installation):\n")
+    files = [Path(line.split()[0]) for line in listed.splitlines() if line.startswith("  ")]
+    assert [path.name for path in files] == ["operations.md", "tools.md", "protocol.md"]
+    assert all(path.is_absolute() and path.is_file() for path in files)
