@@ -14,6 +14,7 @@ import pytest
 
 from mirror_host.cli import build_parser, load_settings, main
 from mirror_host.config import Layer, build_config, render_toml
+from mirror_host.config_file import env_layer
 from mirror_host.errors import ConfigError
 from mirror_host.shell.inject import ShellIntegration, plain_shell
 from mirror_host.shell.integration import SHELL_NAMES, snippet
@@ -95,11 +96,15 @@ def test_every_snippet_marks_input_and_commands_and_loads_once() -> None:
 
 def test_shell_send_setting_and_flag() -> None:
     assert build_config([]).commands.shell_send is True
-    for raw, value in ((False, False), ("false", False), ("0", False), ("yes", True)):
-        config = build_config([Layer("t", {"commands.shell_send": raw})])
+    assert build_config([Layer("t", {"commands.shell_send": False})]).commands.shell_send is False
+    # Text is the environment's (a config file's "false" is refused: TOML has booleans).
+    for raw, value in (("false", False), ("0", False), ("yes", True)):
+        config = build_config([env_layer({"MIRROR_HOST_COMMANDS_SHELL_SEND": raw})])
         assert config.commands.shell_send is value
+    with pytest.raises(ConfigError, match="MIRROR_HOST_COMMANDS_SHELL_SEND"):
+        env_layer({"MIRROR_HOST_COMMANDS_SHELL_SEND": "maybe"})
     with pytest.raises(ConfigError, match="commands.shell_send"):
-        build_config([Layer("t", {"commands.shell_send": "maybe"})])
+        build_config([Layer("t", {"commands.shell_send": "false"})])
     off = build_config([Layer("t", {"commands.shell_send": False})])
     assert "[commands]\nshell_send = false" in render_toml(off)
     args = build_parser().parse_args(["serve", "--no-shell-send", "--state-dir", "/tmp/x"])
