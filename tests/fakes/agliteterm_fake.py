@@ -876,9 +876,10 @@ class FakeAgliteterm:
 
         async def on_the_ui_thread() -> None:
             await trio.sleep(self.create_delay)
-            session = self._spawn(workspace, argv, name, None, None, None, session_id=session_id)
+            nothing_shown = self.active is None  # then it is shown whatever was asked
+            self._spawn(workspace, argv, name, None, None, None, session_id=session_id)
             self.launched[session_id] = programs
-            if select or self.active is None:
+            if select or nothing_shown:
                 self.active = session_id
             self._emit("session", session_id, "created")
             self._emit("tree")

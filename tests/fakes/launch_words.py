@@ -228,10 +228,9 @@ def _needs_quotes(argument: str) -> bool:
 
 def native_command_line(arguments: list[str]) -> str:
     """The arguments part of the command line ``powershell.exe`` (5.1) gives a program."""
-    parts = []
-    for argument in arguments:
-        parts.append(f'"{argument}"' if _needs_quotes(argument) else argument)
-    return " ".join(parts)
+    return " ".join(
+        f'"{argument}"' if _needs_quotes(argument) else argument for argument in arguments
+    )
 
 
 def windows_argv(line: str) -> list[str]:

@@ -16,9 +16,11 @@ The releases users have are older than the control API page
 
 :class:`Offer` keeps what was learned, each point ``None`` until an answer
 shows it: the tree (its session nodes), a screen read (styled rows or a
-string, and for lite whether rows of scrollback came back). Nothing is taken
-from version numbers: a build is what it answers. :meth:`Offer.missing` says
-what an upgrade would add, in words, for ``mirror-host status`` and the log.
+string, and for lite whether rows of scrollback came back). ``ping`` names the
+two releases (``agliteterm 0.1`` is 0.17.7's, and every older lite's;
+``agwinterm 0.17.5`` and older), so what they lack is known, and said, at
+once; an answer that shows otherwise wins. :meth:`Offer.missing` says what an
+upgrade would add, in words, for ``mirror-host status`` and the log.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mirror_host.panes.agliteterm.protocol import Dialect
+from mirror_host.panes.agliteterm.protocol import Dialect, release_of
 
 __all__ = ["WHOLE_IDLE_SECONDS", "WHOLE_READ_FACTOR", "Offer", "whole_read_interval"]
 
@@ -64,6 +66,15 @@ class Offer:
         """A (re)connection: the product and its ``ping``; what it offers is asked again."""
         if dialect is self.dialect and version == self.version:
             return self
+        release = release_of(version)
+        if dialect is Dialect.LITE and release == (0, 1, 0):
+            # agliteterm 0.17.7 (main.cpp ctlDispatch): ping "agliteterm 0.1".
+            return Offer(dialect, version, styles=False, screen_read=False, grid=False,
+                         status_age=False, scrollback=True)  # fmt: skip
+        if dialect is Dialect.FULL and release is not None and release <= (0, 17, 5):
+            # agwinterm 0.17.5 (ControlServer.cs): HandleText, no metrics, no stamps.
+            return Offer(dialect, version, styles=False, screen_read=True, grid=False,
+                         status_age=False, scrollback=False)  # fmt: skip
         return Offer(dialect=dialect, version=version)
 
     def with_tree(self, tree: object) -> Offer:

@@ -71,6 +71,7 @@ __all__ = [
     "plain_lines",
     "plain_screen",
     "plain_text",
+    "release_of",
     "widest_line",
 ]
 
@@ -244,6 +245,16 @@ def dialect_of(pong: object) -> Dialect:
     """``ping``'s answer names the product: ``agliteterm <v>`` or ``agwinterm <v>``."""
     text = pong if isinstance(pong, str) else ""
     return Dialect.FULL if text.lower().startswith("agwinterm") else Dialect.LITE
+
+
+def release_of(version: str | None) -> tuple[int, int, int] | None:
+    """``(0, 17, 5)`` from ``agwinterm 0.17.5`` (``(0, 1, 0)`` from 0.17.7's
+    ``agliteterm 0.1``); ``None`` when ``version`` names none (``dev``)."""
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    if found is None:
+        return None
+    major, minor, patch = found.groups(default="0")
+    return int(major), int(minor), int(patch)
 
 
 # ------------------------------------------------------------------ the tree
