@@ -341,7 +341,7 @@ class AgliteCommands(AgentPaneCommands):
             worktree = worktrees.setdefault(pane.workspace_id, self._worktree(pane))
             record: dict[str, JSONValue] = {
                 "id": str(pane_id).upper(),
-                "title": pane.label.split(" · ", 1)[-1],
+                "title": pane.pane_title,
                 "focused": pane.active,
             }
             if pane.directory:

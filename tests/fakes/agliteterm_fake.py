@@ -774,6 +774,9 @@ class FakeAgliteterm:
                 }
                 if not self.old:  # newer builds stamp the status (0.17.7, 0.17.5: not)
                     node["statusChangedAt"] = session.status_changed_at
+                    title = session.screen.title
+                    if self.dialect == "full" and title:  # newer agwinterm: the terminal's
+                        node["title"] = title  # title (spec/agliteterm.md, "size" row)
                 if self.dialect == "lite":
                     node.update(flagged=False, exited=session.exited, failed=False, unread=0)
                     if not self.old:  # the grid: newer lite only

@@ -26,6 +26,7 @@ from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.agent_helpers import FakeAgent, command, submissions_after
 from tests.integration.mirror_helpers import (
     frame_containing,
+    list_panes,
     messages_within,
     next_frame,
     scroll_until_result,
@@ -324,3 +325,44 @@ async def test_create_answers_in_time_and_the_first_prompt_follows(
                     await trio.sleep(0.05)
             (paste,) = fake.requests_for("session.paste", target=created)
             assert paste["args"]["text"] == "first task"
+
+
+# ------------------------------------------------------------------ titles and status
+
+
+@pytest.mark.parametrize(("dialect", "release"), [("lite", None), ("lite", "0.17.7"),
+                                                   ("full", None), ("full", "0.17.5")])  # fmt: skip
+async def test_the_pane_list_shows_the_status_with_its_age_and_the_terminals_title(
+    state_dir: Path, dialect: str, release: str | None
+) -> None:
+    stamped = release is None
+    async with fake_agliteterm(state_dir, dialect=dialect, release=release) as fake:
+        work = fake.add_workspace("w")
+        agent = await fake.add_session(
+            work, "printf '\\033]0;Fixing tests\\007ready\\n'; exec sleep 120", name="claude"
+        )
+        done = await fake.add_session(work, "exec sleep 120", name="done")
+        fake.set_status(agent, "active" if dialect == "full" else "working")
+        fake.sessions[agent].status_changed_at -= 180  # three minutes ago
+        fake.set_status(done, "completed" if dialect == "full" else "idle")
+        async with aglite_host(state_dir, fake) as (host, _source), client_of(host) as phone:
+            with trio.fail_after(10):  # the title arrives with the program's output
+                while stamped and dialect == "full" and not fake.sessions[agent].screen.title:
+                    await trio.sleep(0.05)
+            subtitles = {p.title: p.subtitle for p in (await list_panes(phone)).panes}
+            working = "active" if dialect == "full" else "working"
+            title = " · Fixing tests" if stamped and dialect == "full" else ""
+            age = " 3 min" if stamped else ""
+            assert subtitles["w · claude"] == f"claude{title} · {working}{age}"
+            listed = await command(phone, c.ListCommand())
+            items = {i["tab"]["title"]: i for i in listed["data"]["items"]}
+            # Only the words the apps know: running while it works, idle otherwise.
+            assert items["claude"]["task"] == {"status": "running"}
+            assert items["done"]["task"] == {"status": "idle"}
+            expected = "Fixing tests" if title else "claude"
+            assert items["claude"]["pane"]["title"] == expected
+            for item in items.values():
+                worktree = item["worktree"]
+                assert all(
+                    isinstance(worktree[k], str) for k in ("id", "name", "path", "root_path")
+                )

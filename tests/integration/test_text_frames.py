@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import login
@@ -63,16 +64,27 @@ async def test_tmux_text_frames_join_what_tmux_wrapped(
     state_dir: Path,
     tmux_server: TmuxServer,  # noqa: F811
 ) -> None:
+    """Lines wrapped before the phone came (the seeded screen) and after (its output)."""
     async with tmux_host(state_dir, tmux_server) as (host, _client, _source):
         tmux_server.tmux(
-            "send-keys", "-t", "work:main", "printf 'B%.0s' $(seq 100); echo -joined", "Enter"
+            "send-keys", "-t", "work:main", "printf 'B%.0s' $(seq 100); echo -seeded", "Enter"
         )
+        with trio.fail_after(10):  # on tmux's screen before anyone subscribes
+            while "B-seeded" not in tmux_server.tmux("capture-pane", "-p", "-J", "-t", "work"):
+                await trio.sleep(0.05)
         async with login("127.0.0.1", port_of(host), await paired(host, "Phone")) as phone:
             pane = (await list_panes(phone)).panes[0]
             sub = await subscribe(phone, pane.id, c.Representation.TEXT)
-            frame = await frame_containing(phone, sub, "B-joined")
+            frame = await frame_containing(phone, sub, "B-seeded")
             assert isinstance(frame, TextFramePacket)
-            assert "B" * 100 + "-joined" in lines_of(frame)
+            assert "B" * 100 + "-seeded" in lines_of(frame)
+            tmux_server.tmux(
+                "send-keys", "-t", "work:main", "printf 'C%.0s' $(seq 100); echo -live", "Enter"
+            )
+            frame = await frame_containing(phone, sub, "C-live")
+            assert isinstance(frame, TextFramePacket)
+            assert "C" * 100 + "-live" in lines_of(frame)
+            assert "B" * 100 + "-seeded" in lines_of(frame)
 
 
 async def test_agliteterm_reports_no_wraps_so_its_rows_are_kept(state_dir: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mirror_host.panes.agliteterm.offer import (
     WHOLE_IDLE_SECONDS,
     WHOLE_READ_FACTOR,
@@ -14,6 +16,7 @@ from mirror_host.panes.agliteterm.protocol import (
     SessionPane,
     grid_size,
     plain_buffer,
+    status_age,
     widest_line,
 )
 
@@ -104,3 +107,21 @@ def test_plain_text_gives_a_grid_and_a_copy_to_scroll() -> None:
     assert copy.history_rows == 20
     assert copy.rows[-20][0].text == "21" and copy.rows[9][0].text == "50"
     assert copy.cursor == (9, 2)
+
+
+def test_the_status_shows_its_age_where_agliteterm_stamps_it() -> None:
+    assert status_age(None, 1000.0) == ""  # 0.17.7 and agwinterm 0.17.5 stamp nothing
+    assert status_age(1000, 999.0) == ""  # a clock that disagrees shows no age
+    assert [status_age(1000, 1000.0 + s) for s in (0, 59, 60, 3599, 3600, 90_000)] == [
+        "0 s", "59 s", "1 min", "59 min", "1 h", "1 d"
+    ]  # fmt: skip
+    pane = SessionPane(pane_id="p", session_id="p", name="claude", workspace_id="0",
+                       workspace_name="w", status="working", status_changed_at=1000)  # fmt: skip
+    assert pane.subtitle(1180.0) == "claude · working 3 min"
+    assert replace(pane, status_changed_at=None).subtitle(1180.0) == "claude · working"
+    assert replace(pane, title="✳ Fixing tests").subtitle(1180.0) == (
+        "claude · ✳ Fixing tests · working 3 min"
+    )
+    assert replace(pane, title="✳ Fixing tests").pane_title == "✳ Fixing tests"
+    assert replace(pane, exited=True).subtitle(1180.0) == "claude · exited"
+    assert replace(pane, status="").subtitle(1180.0) == "claude"

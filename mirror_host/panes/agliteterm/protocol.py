@@ -72,6 +72,7 @@ __all__ = [
     "plain_screen",
     "plain_text",
     "release_of",
+    "status_age",
     "widest_line",
 ]
 
@@ -290,6 +291,43 @@ class SessionPane:
         if self.pane_count > 1:
             parts.append(f"Pane {self.slot + 1}")
         return " · ".join(part for part in parts if part)
+
+    @property
+    def pane_title(self) -> str:
+        """The pane's own title: the terminal's title where the tree has one (newer
+        agwinterm), else ``name`` (``· Pane N`` for either side of a split)."""
+        if self.title and self.pane_count == 1:
+            return self.title
+        return self.label.split(" · ", 1)[-1]
+
+    def subtitle(self, now: float) -> str:
+        """What the pane list's ``subtitle`` shows: the pane's title, the terminal's
+        title where it differs, and the agent's status with its age
+        (``statusChangedAt``, ``now`` in epoch seconds), or ``exited``."""
+        parts = [self.label.split(" · ", 1)[-1]]
+        if self.title and self.title != self.name:
+            parts.append(self.title)
+        if self.exited:
+            parts.append("exited")
+        elif self.status:
+            age = status_age(self.status_changed_at, now)
+            parts.append(f"{self.status} {age}" if age else self.status)
+        return " · ".join(parts)
+
+
+def status_age(changed_at: int | None, now: float) -> str:
+    """How long a status has held, in words (``40 s``, ``3 min``, ``2 h``, ``5 d``);
+    empty when agliteterm did not stamp it (0.17.7, agwinterm 0.17.5) or the clocks
+    disagree (a stamp in the future)."""
+    if changed_at is None or changed_at <= 0:
+        return ""
+    seconds = int(now - changed_at)
+    if seconds < 0:
+        return ""
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def pane_uuid(endpoint: str, pane_id: str) -> UUID:

@@ -310,17 +310,15 @@ class AgliteSource:
     async def list_panes(self) -> list[PaneInfo]:
         """Every pane of the last tree, in tree order; reads no contents."""
         panes = []
+        now = time.time()  # statusChangedAt is agliteterm's wall clock, in epoch seconds
         for key, pane in self.discovery.panes.items():
-            subtitle = pane.label.split(" · ", 1)[-1]
-            if pane.status:
-                subtitle = f"{subtitle} · {pane.status}"
             panes.append(
                 PaneInfo(
                     id=key,
                     title=pane.label,
                     directory=pane.directory or "",
                     project_name=pane.workspace_name or None,
-                    subtitle=subtitle,
+                    subtitle=pane.subtitle(now),
                 )
             )
         return panes
