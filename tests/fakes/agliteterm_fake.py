@@ -472,6 +472,8 @@ class FakeAgliteterm:
     def add_workspace(self, name: str) -> str:
         """A workspace; its id as ``tree`` reports it (lite: its index, full: a GUID)."""
         self.workspaces.append(name)
+        # lite: the index (main.cpp tree, std::to_string(w)); full: a GUID
+        # (ControlHost.NewWorkspace: Guid.NewGuid()).
         self.workspace_ids.append(
             str(len(self.workspaces) - 1) if self.dialect == "lite" else str(uuid.uuid4())
         )
@@ -822,6 +824,8 @@ class FakeAgliteterm:
         return "closed"
 
     async def _cmd_session_select(self, target: str, args: dict[str, Any]) -> Any:
+        # agliteterm main.cpp (v0.17.7) session.select: g_pane[g_focus] = target;
+        # agwinterm ControlHost.SelectSession (0.17.5): SetActive.
         self.select(self._target(target).id)
         return "selected"
 
@@ -833,7 +837,8 @@ class FakeAgliteterm:
             if wanted not in self.workspace_ids:
                 raise _Refused(f"no workspace '{wanted}' (ids are the indices `tree` reports)")
             return self.workspace_ids.index(wanted)
-        # Full app: an exact id, else a prefix, else the active workspace (NewSession).
+        # Full app: an exact id, else a prefix, else the active workspace
+        # (agwinterm src/Agwinterm.Win32/Program.ControlHost.cs NewSession, 0.17.5).
         for index, known in enumerate(self.workspace_ids):
             if wanted and known == wanted:
                 return index
@@ -849,10 +854,13 @@ class FakeAgliteterm:
         if not command.strip():
             shell = ["/bin/sh", "-c", "exec bash --norc --noprofile -i"]
             return [], shell
-        if self.dialect == "full" and self.old:  # 0.17.5: ParseArgv, no shell, no -NoExit
+        if self.dialect == "full" and self.old:
+            # agwinterm 0.17.5 Program.Sessions.cs CreatePane: ParseArgv, no shell, no -NoExit.
             argv = agwinterm_argv(command)
             return [argv], argv
-        try:  # powershell.exe [-NoLogo] -NoExit -Command <command>
+        # agliteterm main.cpp (v0.17.7) session.new: powershell.exe -NoExit -Command
+        # <command>; newer (src/session_command.h, agwinterm SessionCommand.cs): -NoLogo too.
+        try:
             programs = powershell_argvs(command)
         except Unsupported as exc:
             script = f"echo 'PowerShell: {exc}'; exec bash --norc --noprofile -i"
@@ -867,13 +875,16 @@ class FakeAgliteterm:
         name = str(args.get("name") or "") or None
         programs, argv = self._programs(str(args.get("command") or ""))
         if self.dialect == "lite":
-            # Created before the answer, then shown in the focused pane (every version).
+            # Created before the answer, then shown in the focused pane (every version):
+            # main.cpp (v0.17.7) session.new, newSession, g_pane[g_focus] = new.
             session = self._spawn(workspace, argv, name, None, None, None)
             self.launched[session.id] = programs
             self._emit("session", session.id, "created")
             self._emit("tree")
             self.active = session.id
             return session.id
+        # agwinterm ControlServer.cs (0.17.5): the id comes back at once, NewSession
+        # Posts the creation to the UI thread, CreateSession(makeActive: !noSelect).
         session_id = str(uuid.uuid4())
         select = not self._flag(args, "no-select")
 
@@ -967,8 +978,13 @@ class FakeAgliteterm:
 
     async def _cmd_session_type(self, target: str, args: dict[str, Any]) -> Any:
         session = self._target(target)
-        text = str(args.get("text") or "").replace("\n", "\r")
-        if not self.old and not self._flag(args, "allow-control"):  # releases refuse nothing
+        text = str(args.get("text") or "")
+        if self.dialect == "full":  # HandleType: CRLF first, then LF, to CR
+            text = text.replace("\r\n", "\r")
+        text = text.replace("\n", "\r")
+        # Releases refuse nothing: 0.17.7 main.cpp session.type writes the text as it
+        # is; agwinterm 0.17.5 ControlServer.HandleType likewise (CRLF, LF -> CR).
+        if not self.old and not self._flag(args, "allow-control"):
             for index, char in enumerate(text.encode()):
                 if (char >= 0x20 and char != 0x7F) or char in (0x0D, 0x09):
                     continue
