@@ -13,6 +13,7 @@ so none of those has to import another.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mirror_host.errors import InvalidArgument
@@ -26,7 +27,17 @@ __all__ = [
     "StyledArchive",
     "TextCapture",
     "VTCapture",
+    "utf8_text",
 ]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> str:
+    """``text`` as valid UTF-8 can carry it: a lone surrogate (a ``\\ud800`` escape
+    in a source's JSON, which Python keeps) becomes U+FFFD. Every Prowl app drops
+    its connection on text that is not UTF-8."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 class Capability:

@@ -9,8 +9,18 @@
 * ``profiles``: the ``[profiles]`` table (the programs run on Windows, where
   the host cannot look at ``PATH``, so a configured profile is available).
 * ``create``: ``session.new`` in the chosen workspace, with the profile's
-  program as its command or a plain shell; a first prompt goes through the
-  guarded delivery once the agent shows an empty composer.
+  program as its command (quoted for PowerShell, or for agwinterm 0.17.5's own
+  split: :mod:`mirror_host.panes.agliteterm.launch`) or a plain shell. Where
+  the build has ``no-select`` (agwinterm) it is sent, so the operator's window
+  keeps what it shows; agliteterm has none and shows the new session. The
+  answer says what the window really shows (the tree read after the
+  session appeared: ``tab.selected``, ``pane.focused``) and the workspace the
+  session really went to (agliteterm 0.17.7 puts it in the window's active
+  one). A first prompt goes through the guarded delivery once the agent shows
+  an empty composer; ``create`` answers within :data:`CREATE_ANSWER_SECONDS`
+  (the apps give a command 30 s) whatever the agent does, and a prompt not
+  delivered by then follows the answer, delivered the same guarded way, its
+  outcome logged.
 * ``agentsInput`` / ``agentsDispatch``: the guarded delivery of
   :mod:`mirror_host.commands.agent_input`, with agliteterm in the place of a
   process table:
@@ -63,14 +73,16 @@ from mirror_host.commands.agent_input import (
     plain_pasteable,
     prompt_problem,
 )
-from mirror_host.commands.launch import AgentPaneCommands, task_status
+from mirror_host.commands.launch import AgentPaneCommands, first_prompt, task_status
 from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import InvalidArgument, PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.agliteterm.launch import session_command
 from mirror_host.panes.agliteterm.protocol import (
+    Dialect,
     InputNotWritten,
     SessionPane,
     StyledScreen,
@@ -96,6 +108,9 @@ RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
 _SETTLE_POLL_SECONDS = 0.2
 #: How long a created session may take to appear in the tree.
 _LISTED_SECONDS = 5.0
+#: ``create`` answers within this (the apps' command timeout is 30 s); a first
+#: prompt still on its way then follows the answer.
+CREATE_ANSWER_SECONDS = 25.0
 
 _WORKING = frozenset({"working", "active", "busy", "running", "thinking"})
 _BLOCKED = frozenset({"blocked", "waiting", "approval", "question"})
@@ -147,6 +162,15 @@ class AgliteListing(Protocol):
 
     @property
     def panes(self) -> Mapping[UUID, SessionPane]: ...
+    @property
+    def dialect(self) -> Dialect | None:
+        """The product ``ping`` named (``None`` before the first answer)."""
+        ...
+
+    @property
+    def version(self) -> str | None:
+        """What ``ping`` answered (``agliteterm 0.1`` is release 0.17.7)."""
+        ...
 
     async def poll(self, *, lane: str = ...) -> None:
         """Read the tree once.
@@ -274,6 +298,17 @@ class AgliteCommands(AgentPaneCommands):
         # No shell-send (neither advertised nor run): agliteterm reports no prompt marks,
         # so `send` gets Prowl's own refusal (SEND_REFUSED), never a look at the pane.
         super().__init__(self.panes, profiles=profiles or (), timing=timing, shell_send=False)
+        #: First prompts that outlive their ``create``'s answer run here.
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self) -> None:
+        """Keep first prompts that follow their ``create``'s answer going."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)
@@ -306,7 +341,7 @@ class AgliteCommands(AgentPaneCommands):
             worktree = worktrees.setdefault(pane.workspace_id, self._worktree(pane))
             record: dict[str, JSONValue] = {
                 "id": str(pane_id).upper(),
-                "title": pane.label.split(" · ", 1)[-1],
+                "title": pane.pane_title,
                 "focused": pane.active,
             }
             if pane.directory:
@@ -331,8 +366,11 @@ class AgliteCommands(AgentPaneCommands):
 
     async def create(self, command: CreateCommand) -> JSONValue:
         """``session.new`` in the workspace: the profile's program, or a shell."""
-        panes = self.source.discovery.panes.values()
-        workspace = next((p for p in panes if p.workspace_id == command.worktree_id), None)
+        started = trio.current_time()
+        listing = self.source.discovery
+        workspace = next(
+            (p for p in listing.panes.values() if p.workspace_id == command.worktree_id), None
+        )
         if workspace is None:
             return catalogue.unknown_worktree(command)
         profile, refusal = catalogue.launch_profile(
@@ -341,8 +379,16 @@ class AgliteCommands(AgentPaneCommands):
         if refusal is not None:
             return refusal
         args: dict[str, object] = {"workspace": workspace.workspace_id}
+        if listing.dialect is Dialect.FULL:
+            args["no-select"] = True  # agwinterm: leave the operator's selection alone
         if profile is not None:
-            args["command"] = " ".join([profile.agent, *profile.args])
+            try:
+                args["command"] = session_command(
+                    (profile.agent, *profile.args), listing.dialect, listing.version
+                )
+            except InvalidArgument as exc:
+                why = f"Agent Profile “{profile.name}” cannot start on Host: {exc}."
+                return cli_error("create", "PROFILE_UNAVAILABLE", why)
             args["name"] = profile.name
         try:
             created = await self.source.client.call("session.new", args=args, lane="commands")
@@ -353,19 +399,62 @@ class AgliteCommands(AgentPaneCommands):
             pane_id, pane = await self._listed(created)
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the session: {exc}")
-        failure = await self.prompt_launched(command, profile, pane_id)
-        if failure is not None:
-            return failure
-        tab: dict[str, JSONValue] = {"id": pane.session_id, "title": pane.name, "selected": False}
+        if profile is not None and command.launch is not None and command.launch.prompt:
+            budget = CREATE_ANSWER_SECONDS - (trio.current_time() - started)
+            failure = await self._first_prompt(pane_id, command.launch.prompt, budget)
+            if failure is not None:
+                return failure
+        # What the window shows now (agliteterm selects a new session; agwinterm,
+        # told no-select, does not, unless nothing was selected).
+        tab: dict[str, JSONValue] = {
+            "id": pane.session_id,
+            "title": pane.name,
+            "selected": pane.active,
+        }
         record: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": profile.name if profile else pane.name,
-            "focused": False,
+            "focused": pane.active,
         }
         return catalogue.created_result(self._worktree(pane), tab, record, profile)
 
+    async def _first_prompt(self, pane_id: UUID, prompt: str, budget: float) -> JSONValue | None:
+        """Deliver a launched agent's first prompt; the ``create`` error if it failed
+        within ``budget`` seconds. Past the budget the delivery goes on after the
+        answer (``create`` succeeds: its pane exists), and its outcome is logged."""
+        outcome: list[JSONValue | None] = []
+        done = trio.Event()
+
+        async def deliver() -> None:
+            try:
+                outcome.append(await first_prompt(self.panes, pane_id, prompt, timing=self.timing))
+            finally:
+                done.set()
+                if not outcome:  # cancelled (the host stopping): nothing more to say
+                    logger.info("the first prompt for pane %s was abandoned", pane_id)
+                elif late:
+                    _log_late_prompt(pane_id, outcome[0])
+
+        late = False
+        if self._nursery is None:  # run() not started: no background to hand it to
+            await deliver()
+            return outcome[0]
+        self._nursery.start_soon(deliver)
+        with trio.move_on_after(max(0.0, budget)):
+            await done.wait()
+        if outcome:
+            return outcome[0]
+        late = True
+        logger.info(
+            "create answered before pane %s's agent took its first prompt; it follows, "
+            "delivered the guarded way",
+            pane_id,
+        )
+        return None
+
     async def _listed(self, session_id: str) -> tuple[UUID, SessionPane]:
-        """Wait until the tree lists the new session (the full app answers before it exists)."""
+        """Wait until the tree lists the new session (the full app answers before it exists,
+        and selects it, or not, a moment later)."""
         key = pane_uuid(self.source.endpoint, session_id)
         with trio.move_on_after(_LISTED_SECONDS):
             while True:
@@ -426,3 +515,13 @@ class AgliteCommands(AgentPaneCommands):
                 await trio.sleep(_SETTLE_POLL_SECONDS)
                 record = await self.source.fresh_record(pane_id)
         return record
+
+
+def _log_late_prompt(pane_id: UUID, result: JSONValue | None) -> None:
+    """A first prompt that followed its ``create``'s answer: how it went."""
+    if result is None:
+        logger.info("the first prompt reached pane %s's agent, with one Enter", pane_id)
+        return
+    error = result.get("error") if isinstance(result, dict) else None
+    message = error.get("message") if isinstance(error, dict) else result
+    logger.warning("the first prompt for pane %s was not sent: %s", pane_id, message)

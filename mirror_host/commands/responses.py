@@ -29,6 +29,7 @@ __all__ = [
     "BAD_TARGET",
     "cli_error",
     "cli_success",
+    "for_the_apps",
     "grapheme_count",
     "input_delivered",
     "rejected",
@@ -113,6 +114,49 @@ def input_delivered(text: str, source: str) -> dict[str, JSONValue]:
             "trailing_enter_sent": True,
         }
     }
+
+
+_INPUT_COMMANDS = frozenset({"agentsInput", "agentsDispatch", "send"})
+
+
+def _problem(command: str, result: JSONValue) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
+        return "not an object with a boolean ok"
+    for key in ("data", "error"):
+        if key in result and not isinstance(result[key], dict):
+            return f"{key} is not an object"
+    if result["ok"] is False:
+        error = result.get("error")
+        if not isinstance(error, dict) or not all(
+            isinstance(error.get(key), str) for key in ("code", "message")
+        ):
+            return "an error without a code and a message"
+        return None
+    if command in _INPUT_COMMANDS:
+        data = result.get("data")
+        sent = data.get("input") if isinstance(data, dict) else None
+        if not isinstance(sent, dict):
+            return "a delivered input without data.input"
+        size = sent.get("bytes")
+        if not isinstance(size, int) or isinstance(size, bool):
+            return "data.input.bytes is not an integer"
+        if not isinstance(sent.get("trailing_enter_sent"), bool):
+            return "data.input.trailing_enter_sent is not a boolean"
+    return None
+
+
+def for_the_apps(command: str, result: JSONValue) -> tuple[JSONValue, str | None]:
+    """``result`` as Prowl's apps can read it, and what was wrong with it, if anything.
+
+    Android reads ``data``, ``error`` and ``data.input`` as JSON objects and
+    **disconnects** on a ``null`` in any of them, or on a Send's success without
+    an integer ``data.input.bytes`` and a boolean ``trailing_enter_sent``; iOS
+    needs an error's ``code`` and ``message``. A result that breaks one of these
+    (a backend's bug) is sent as ``REMOTE_COMMAND_UNCONFIRMED`` instead: "unknown"
+    to the apps, which keep the draft.
+    """
+    problem = _problem(command, result)
+    return (result, None) if problem is None else (unconfirmed(), problem)
 
 
 def grapheme_count(text: str) -> int:

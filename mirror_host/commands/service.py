@@ -44,6 +44,7 @@ from mirror_host.commands.responses import (
     REUSED_ID,
     SEND_REFUSED,
     cli_error,
+    for_the_apps,
     rejected,
     unconfirmed,
 )
@@ -283,6 +284,9 @@ class CommandService(CommandHandler):
         except Exception:  # pragma: no cover - a backend bug must not kill the host
             logger.exception("the %s command failed", command.NAME)
             result = unconfirmed()
+        result, problem = for_the_apps(command.NAME, result)
+        if problem is not None:  # a backend's bug: the apps would drop the connection
+            logger.error("the %s result is unreadable to the apps (%s)", command.NAME, problem)
         reply(result)
 
     async def _await_receipt(self, receipt: Receipt, reply: Callable[[JSONValue], None]) -> None:
@@ -308,7 +312,12 @@ class CommandService(CommandHandler):
 
         result: JSONValue | None = None
         try:
-            result = await self._run(command, receipt.pane_id, authorized)
+            result, problem = for_the_apps(
+                command.NAME, await self._run(command, receipt.pane_id, authorized)
+            )
+            if problem is not None:  # a backend's bug: the apps would drop the connection
+                logger.error("the %s result is unreadable to the apps (%s); sent as "
+                             "unconfirmed", command.NAME, problem)  # fmt: skip
         finally:
             if result is None:  # cancelled: the lease went away (or the host stopped)
                 result = (

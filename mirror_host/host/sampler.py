@@ -35,11 +35,12 @@ then.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Protocol, assert_never
 
 import trio
 
-from mirror_host.capture.values import Capture, TextCapture, VTCapture
+from mirror_host.capture.values import Capture, TextCapture, VTCapture, utf8_text
 from mirror_host.control import EndReason, Intent
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.host.connection import Connection
@@ -248,6 +249,10 @@ class Sampler:
             with_scroll_bounds=lease.opt_ins.scroll_state,
             with_styled_scrollback=lease.opt_ins.styled_scrollback,
         )
+        if isinstance(capture, TextCapture):
+            capture = replace(capture, text=utf8_text(capture.text))
+        elif capture.viewport_text is not None:
+            capture = replace(capture, viewport_text=utf8_text(capture.viewport_text))
         _check_limits(capture)
         return capture
 

@@ -85,6 +85,7 @@ from mirror_host.panes.tmux_protocol import (
     pane_title,
     parse_pane_rows,
     parse_pane_state,
+    soft_wraps,
 )
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
 from mirror_host.streams import STREAM_GONE
@@ -539,8 +540,12 @@ class TmuxSource:
                 f"refresh-client -A '{target}:continue' ; "
                 f"capture-pane -p -e -N -t {target} ; "
                 f"display-message -p -t {target} '{PANE_STATE_FORMAT}' ; "
-                f"display-message -p -t {target} '#{{pane_pid}}'",
-                blocks=4,
+                f"display-message -p -t {target} '#{{pane_pid}}' ; "
+                # Plain rows and wrapped lines joined: which rows tmux wrapped, so the
+                # seeded screen has libghostty's wrap flags (text frames join them).
+                f"capture-pane -p -N -t {target} ; "
+                f"capture-pane -p -J -t {target}",
+                blocks=6,
             )
         except PaneSourceError as exc:
             raise PaneNotFound(f"tmux pane {target} is gone ({exc})") from exc
@@ -552,9 +557,15 @@ class TmuxSource:
         pid = b"".join(blocks[3]).decode("ascii", "replace").strip()
         self._expect_marks(screen, int(pid) if pid.isdigit() else None)
         seed = bytearray(b"\x1b[?1049h" if state.alternate_on else b"") + b"\x1b[0m"
+        plain = [row.decode("utf-8", "replace") for row in blocks[4]]
+        joined = [line.decode("utf-8", "replace") for line in blocks[5]]
+        wraps = soft_wraps(plain[: state.height], joined, state.width)
         for index, row in enumerate(blocks[1][: state.height]):
             # No reset between rows: capture-pane -e carries attributes across them.
-            seed += b"\x1b[%d;1H" % (index + 1) + row
+            # A row tmux wrapped onto follows the full row above with no cursor
+            # move: the terminal wraps there itself and marks it.
+            wrapped = index < len(wraps) and wraps[index]
+            seed += row if wrapped else b"\x1b[%d;1H" % (index + 1) + row
         seed += b"\x1b[0m" + state.seed_modes()
         screen.feed(bytes(seed))
         for data in pane.pending:

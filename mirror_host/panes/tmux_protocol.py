@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mirror_host.errors import InvalidArgument
+from mirror_host.panes.agliteterm.cells import text_cells
 
 __all__ = [
     "LIST_FORMAT",
@@ -56,6 +57,7 @@ __all__ = [
     "parse_line",
     "parse_pane_rows",
     "parse_pane_state",
+    "soft_wraps",
     "unescape_output",
 ]
 
@@ -453,3 +455,29 @@ def parse_pane_state(text: str) -> PaneState | None:
         scroll_position=_int(fields[19]),
         history_size=_int(fields[20]),
     )
+
+
+def soft_wraps(rows: list[str], joined: list[str], width: int) -> list[bool]:
+    """Which screen rows continue the row above (tmux wrapped a line there).
+
+    ``rows`` is ``capture-pane -p -N`` (one line per row, written trailing spaces
+    kept), ``joined`` is ``capture-pane -p -J`` of the same screen (wrapped rows
+    joined). A row continues when it is part of a joined line after its first
+    row, and the row above reaches the last column (a wide glyph that did not
+    fit leaves that cell empty: such a line is left on its rows, so nothing
+    moves). Rows that do not add up to the joined lines: no row continues.
+    """
+    flags = [False] * len(rows)
+    index = 0
+    for line in joined:
+        if index >= len(rows):
+            break
+        collected = rows[index]
+        index += 1
+        while collected != line and index < len(rows) and line.startswith(collected):
+            flags[index] = text_cells(rows[index - 1]) >= width
+            collected += rows[index]
+            index += 1
+        if collected != line:
+            return [False] * len(rows)
+    return flags

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 from uuid import UUID
 
+from mirror_host.capture.values import utf8_text
 from mirror_host.control import History, HistoryPage
 from mirror_host.errors import ProtocolViolation
 from mirror_host.limits import MAX_HISTORY_BYTES
@@ -78,8 +79,8 @@ class HistorySnapshot:
     def build(
         cls, history_id: UUID, text: str, *, captured_at: float, source_truncated: bool
     ) -> HistorySnapshot:
-        """Freeze ``text``. An empty history is one empty line (``total`` = 1)."""
-        kept, cut = keep_newest_utf8(text)
+        """Freeze ``text`` (as valid UTF-8). An empty history is one empty line (``total`` = 1)."""
+        kept, cut = keep_newest_utf8(utf8_text(text))
         return cls(history_id, tuple(kept.split("\n")), captured_at, source_truncated or cut)
 
     @property

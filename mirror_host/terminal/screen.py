@@ -8,9 +8,13 @@ built here have the structure Prowl's Mac client is written for. A
   ``unwrap=false, trim=false``, SGR styles, every non-default mode, keyboard
   modes, the cursor position and pen, and kitty keyboard flags; no scrollback and
   no RIS (the client resets its replica before replaying);
+* the **text frame** (``text-v1``): the viewport as Prowl's host reads it for
+  phones (``ghostty_surface_read_text``), soft-wrapped lines **joined** (the
+  apps reflow text to the phone's width, so a line kept cut at the host's
+  column would break mid-word there), trailing blanks left out;
 * the **viewport text**: the rows currently in view joined by ``\\n``, and the
   **viewport overlay**: the same rows read one by one the way Prowl reads them
-  (``viewport-text-v1``);
+  (``viewport-text-v1``), wrapping kept;
 * a **styled archive**: retained rows as VT, for ``styled-scrollback-v1``;
 * the **history text**: scrollback plus screen, soft wraps joined;
 * viewport scrolling and **scroll bounds**, known only where native scrollback
@@ -309,6 +313,11 @@ class Screen:
         """The rows in view, one per line (wrapping kept), trailing blanks trimmed."""
         return self._plain(self._selection("viewport"), unwrap=False)
 
+    def text_frame(self) -> str:
+        """The viewport as a ``text-v1`` frame carries it: soft-wrapped rows joined
+        into their lines (libghostty's wrap flags), trailing blanks trimmed."""
+        return self._plain(self._selection("viewport"), unwrap=True)
+
     def viewport_overlay(self) -> str:
         """The rows in view as Prowl's host and Mac client read them for ``viewport.text``.
 
@@ -385,11 +394,12 @@ class Screen:
         ``overlay`` is the text of a viewport scrolled away from the live screen
         (the source knows where that is): phones get it instead of the viewport,
         and a ``vt-v1`` capture carries it as its viewport text, with ``styled``
-        as its styled archive.
+        as its styled archive. A text frame of this screen itself joins
+        soft-wrapped rows (:meth:`text_frame`); VT frames keep the rows.
         """
         columns, rows = self.size
         if representation is Representation.TEXT:
-            text = overlay if overlay is not None else self.viewport_text()
+            text = overlay if overlay is not None else self.text_frame()
             return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=bounds)
         return VTCapture(
             columns=columns,

@@ -34,6 +34,45 @@ through npiperelay and socat):
   connection is cut before the answer (agliteterm, or the relay in between,
   dying at that moment), so a client cannot know whether it was done.
 
+**Releases.** By default the fake is the newer, unreleased code the control
+API page describes (agliteterm about 0.17.14, agwinterm about 0.17.12).
+``release="0.17.7"`` (lite) is the agliteterm release users have, and
+``release="0.17.5"`` (full) the agwinterm release; each differs as its source
+does (``yeroo/agliteterm:src/main.cpp`` at v0.17.7 ``ctlDispatch``;
+``yeroo/agwinterm:src/Agwinterm.Pty/ControlServer.cs``,
+``src/Agwinterm.Win32/Program.ControlHost.cs`` and ``Program.Sessions.cs`` at
+de6fdb9):
+
+* ``ping``: ``agliteterm 0.1`` (0.17.7), ``agwinterm 0.17.5``;
+* ``tree``: no ``cols``, ``rows`` nor ``statusChangedAt`` in either release;
+  agwinterm's workspace ids are GUIDs and its statuses
+  ``idle|active|blocked|completed`` (``HandleStatus`` maps every other word to
+  ``idle``);
+* ``session.text`` ignores its arguments: 0.17.7 answers the whole buffer as
+  plain text (``dumpBufferText``: each row's trailing spaces trimmed, a run of
+  trailing empty rows cut to one line break), agwinterm 0.17.5 the screen
+  (``HandleText``: rows trimmed, trailing empty rows dropped); no styles;
+* no ``surface.cursor`` and no ``session.metrics`` (``unknown command``);
+* ``session.type`` refuses nothing (no ``allow-control`` check, no bounded
+  writer); agwinterm 0.17.5 pastes the clipboard only for a missing text;
+* ``session.new``: see **Creating a session** below.
+
+**Creating a session** (``session.new``), as each release does it:
+
+* agliteterm (every version) selects the new session in the window's focused
+  pane (0.17.7: ``g_pane[g_focus] = new``); 0.17.7 puts it in the window's
+  active workspace whatever ``workspace`` says (``attachSession``), newer
+  builds honour ``workspace``; a ``command`` runs as
+  ``powershell.exe -NoExit -Command <command>`` (newer: ``-NoLogo`` too), read
+  as PowerShell reads it (``tests/fakes/launch_words.py``);
+* agwinterm answers the new id at once and creates the session a moment later
+  on its UI thread (``NewSession`` posts it); it selects the session unless
+  ``no-select`` is sent (``CreateSession(makeActive: !noSelect)``) or nothing
+  was selected; 0.17.5 runs a ``command`` as an argv split by ``ParseArgv``,
+  newer builds like agliteterm through PowerShell.
+
+What each created session ran is kept in :attr:`FakeAgliteterm.launched`.
+
 Every session is a real program in a real PTY whose output feeds a libghostty
 :class:`~mirror_host.terminal.Screen` (which answers the program's terminal
 queries); the styled rows are read back from that screen's VT formatter.
@@ -62,6 +101,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import signal
 import struct
 import subprocess
@@ -80,6 +120,7 @@ from pyghostty.core import init_sized
 from mirror_host.panes.agliteterm.cells import char_cells
 from mirror_host.panes.lines import LineSplitter
 from mirror_host.terminal import Screen
+from tests.fakes.launch_words import Unsupported, agwinterm_argv, powershell_argvs
 
 __all__ = ["FakeAgliteterm", "main", "parse_lite_request"]
 
@@ -94,6 +135,10 @@ _ESC_OTHER = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1
 _PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
 
 INPUT_REFUSALS = ("busy", "partial", "in_flight", "unknown")
+#: The releases modelled beside the newer code (module docstring).
+RELEASES = {"lite": "0.17.7", "full": "0.17.5"}
+#: Verbs the releases do not have (0.17.7 ctlDispatch; agwinterm 0.17.5 ControlServer).
+_MISSING_IN_RELEASE = frozenset({"surface.cursor", "session.metrics"})
 
 
 # ---------------------------------------------------------------- lite's parser
@@ -368,22 +413,41 @@ class FakeAgliteterm:
         has_events: bool = True,
         has_styles: bool = True,
         has_lines: bool = True,
+        release: str | None = None,
+        create_delay: float = 0.05,
     ) -> None:
         if dialect not in ("lite", "full"):
             raise ValueError(f"dialect is lite or full, not {dialect!r}")
+        if release not in (None, RELEASES[dialect]):
+            raise ValueError(f"the {dialect} release modelled is {RELEASES[dialect]}")
         self.socket_path = os.fspath(socket_path)
         self.dialect = dialect
+        #: ``None``: the newer, unreleased code; else the release (lite 0.17.7, full 0.17.5).
+        self.release = release
         self.columns = columns
         self.rows = rows
-        self.version = version or (
-            "agliteterm 0.17.14" if dialect == "lite" else "agwinterm 0.17.12"
-        )
+        default_version = {
+            ("lite", None): "agliteterm 0.17.14",
+            ("lite", "0.17.7"): "agliteterm 0.1",  # 0.17.7 ctlDispatch: ping
+            ("full", None): "agwinterm 0.17.12",
+            ("full", "0.17.5"): "agwinterm 0.17.5",  # ControlServer: "agwinterm " + AppVersion()
+        }
+        self.version = version or default_version[(dialect, release)]
         self.has_events = has_events
-        self.has_styles = has_styles
+        self.has_styles = has_styles and release is None
         self.has_lines = has_lines
+        #: The full app posts a new session to its UI thread: it is listed this much later.
+        self.create_delay = create_delay
         self.workspaces: list[str] = []
+        #: The workspaces' ids as ``tree`` reports them (lite: indexes, full: GUIDs).
+        self.workspace_ids: list[str] = []
         self.sessions: dict[str, _Session] = {}
+        #: The session the window shows: lite's focused pane, the full app's ``_active``.
         self.active: str | None = None
+        #: lite's ``g_activeWs`` (the full app's follows its active session).
+        self.active_workspace = 0
+        #: What each session created by ``session.new`` ran: one argv per program.
+        self.launched: dict[str, list[list[str]]] = {}
         self.requests: list[dict[str, Any]] = []
         self.clipboard = "CLIPBOARD CONTENTS"
         self.clipboard_pastes = 0
@@ -400,11 +464,27 @@ class FakeAgliteterm:
 
     # ------------------------------------------------------------ driving it
 
+    @property
+    def old(self) -> bool:
+        """Whether this is a release (0.17.7, 0.17.5) rather than the newer code."""
+        return self.release is not None
+
     def add_workspace(self, name: str) -> str:
-        """A workspace; its id is its index, as ``tree`` reports it."""
+        """A workspace; its id as ``tree`` reports it (lite: its index, full: a GUID)."""
         self.workspaces.append(name)
+        # lite: the index (main.cpp tree, std::to_string(w)); full: a GUID
+        # (ControlHost.NewWorkspace: Guid.NewGuid()).
+        self.workspace_ids.append(
+            str(len(self.workspaces) - 1) if self.dialect == "lite" else str(uuid.uuid4())
+        )
         self._emit("tree")
-        return str(len(self.workspaces) - 1)
+        return self.workspace_ids[-1]
+
+    def select(self, session_id: str) -> None:
+        """The operator clicks a session: the window shows it (and its workspace)."""
+        self.active = session_id
+        self.active_workspace = self.sessions[session_id].workspace
+        self._emit("tree")
 
     async def add_session(
         self,
@@ -416,16 +496,26 @@ class FakeAgliteterm:
         rows: int | None = None,
         env: Mapping[str, str] | None = None,
     ) -> str:
-        """Start ``command`` (run by ``sh -c``) in a new session; its id."""
+        """Start ``command`` (run by ``sh -c``) in a new session; its id.
+
+        The window's selection stays (the first session is selected when there
+        was none)."""
         if self._nursery is None:
             raise RuntimeError("start serving first")
-        session = self._spawn(int(workspace), ["/bin/sh", "-c", command], name, columns, rows, env)
+        index = self.workspace_ids.index(workspace)
+        session = self._spawn(index, ["/bin/sh", "-c", command], name, columns, rows, env)
         self._emit("session", session.id, "created")
         return session.id
 
     def set_status(self, session_id: str, status: str) -> None:
-        """What an agent's hook reports (``session.status``): stamps and emits."""
+        """What an agent's hook reports (``session.status``): stamps and emits.
+
+        agwinterm 0.17.5 keeps one of four statuses (``HandleStatus``)."""
         session = self.sessions[session_id]
+        if self.dialect == "full" and self.old:
+            word = status.lower()
+            status = {"active": "active", "blocked": "blocked", "completed": "completed",
+                      "complete": "completed", "done": "completed"}.get(word, "idle")  # fmt: skip
         session.status = status
         session.status_changed_at = int(time.time())
         self._emit("status", session_id, status)
@@ -619,7 +709,10 @@ class FakeAgliteterm:
             with trio.move_on_after(delay.seconds):
                 await delay.released.wait()
         handler = getattr(self, "_cmd_" + cmd.replace(".", "_"), None)
-        if handler is None or (cmd == "session.metrics" and self.dialect == "lite"):
+        missing = (cmd == "session.metrics" and self.dialect == "lite") or (
+            self.old and cmd in _MISSING_IN_RELEASE
+        )
+        if handler is None or missing:
             suffix = " (lite subset)" if self.dialect == "lite" else ""
             return self._err(f"unknown command '{cmd}'{suffix}")
         if cmd == "events" and not self.has_events:
@@ -669,6 +762,7 @@ class FakeAgliteterm:
 
     async def _cmd_tree(self, target: str, args: dict[str, Any]) -> Any:
         workspaces = []
+        shown = self.sessions.get(self.active or "")
         for index, name in enumerate(self.workspaces):
             nodes = []
             for session in self.sessions.values():
@@ -679,14 +773,24 @@ class FakeAgliteterm:
                     "name": session.name,
                     "active": session.id == self.active,
                     "status": session.status,
-                    "statusChangedAt": session.status_changed_at,
                 }
+                if not self.old:  # newer builds stamp the status (0.17.7, 0.17.5: not)
+                    node["statusChangedAt"] = session.status_changed_at
+                    title = session.screen.title
+                    if self.dialect == "full" and title:  # newer agwinterm: the terminal's
+                        node["title"] = title  # title (spec/agliteterm.md, "size" row)
                 if self.dialect == "lite":
-                    node.update(flagged=False, exited=session.exited, failed=False, unread=0,
-                                cols=session.columns, rows=session.rows)  # fmt: skip
+                    node.update(flagged=False, exited=session.exited, failed=False, unread=0)
+                    if not self.old:  # the grid: newer lite only
+                        node.update(cols=session.columns, rows=session.rows)
                 nodes.append(node)
-            workspaces.append({"id": str(index), "name": name, "active": index == 0,
-                               "focused": False, "sessions": nodes})  # fmt: skip
+            record: dict[str, Any] = {"id": self.workspace_ids[index], "name": name}
+            if self.dialect == "lite":  # w == g_activeWs, w == g_focusWs
+                record.update(active=index == self.active_workspace, focused=False)
+            else:  # the workspace of the active session (ControlHost.Tree)
+                record["active"] = shown is not None and shown.workspace == index
+            record["sessions"] = nodes
+            workspaces.append(record)
         return {"workspaces": workspaces}
 
     async def _cmd_events(self, target: str, args: dict[str, Any]) -> Any:
@@ -719,14 +823,88 @@ class FakeAgliteterm:
         await self.close_session(self._target(target).id)
         return "closed"
 
+    async def _cmd_session_select(self, target: str, args: dict[str, Any]) -> Any:
+        # agliteterm main.cpp (v0.17.7) session.select: g_pane[g_focus] = target;
+        # agwinterm ControlHost.SelectSession (0.17.5): SetActive.
+        self.select(self._target(target).id)
+        return "selected"
+
+    def _workspace_for_new(self, wanted: str) -> int:
+        """Where ``session.new`` puts the session (module docstring)."""
+        if self.dialect == "lite":
+            if self.old or not wanted:  # 0.17.7 attachSession: the active workspace
+                return self.active_workspace
+            if wanted not in self.workspace_ids:
+                raise _Refused(f"no workspace '{wanted}' (ids are the indices `tree` reports)")
+            return self.workspace_ids.index(wanted)
+        # Full app: an exact id, else a prefix, else the active workspace
+        # (agwinterm src/Agwinterm.Win32/Program.ControlHost.cs NewSession, 0.17.5).
+        for index, known in enumerate(self.workspace_ids):
+            if wanted and known == wanted:
+                return index
+        for index, known in enumerate(self.workspace_ids):
+            if wanted and known.startswith(wanted):
+                return index
+        shown = self.sessions.get(self.active or "")
+        return shown.workspace if shown is not None else 0
+
+    def _programs(self, command: str) -> tuple[list[list[str]], list[str]]:
+        """What a ``session.new`` ``command`` runs: the programs (each an argv) and the
+        argv started in the pane (a shell script running them in turn)."""
+        if not command.strip():
+            shell = ["/bin/sh", "-c", "exec bash --norc --noprofile -i"]
+            return [], shell
+        if self.dialect == "full" and self.old:
+            # agwinterm 0.17.5 Program.Sessions.cs CreatePane: ParseArgv, no shell, no -NoExit.
+            argv = agwinterm_argv(command)
+            return [argv], argv
+        # agliteterm main.cpp (v0.17.7) session.new: powershell.exe -NoExit -Command
+        # <command>; newer (src/session_command.h, agwinterm SessionCommand.cs): -NoLogo too.
+        try:
+            programs = powershell_argvs(command)
+        except Unsupported as exc:
+            script = f"echo 'PowerShell: {exc}'; exec bash --norc --noprofile -i"
+            return [], ["/bin/sh", "-c", script]
+        # -NoExit: the interactive shell stays once the programs have run.
+        lines = [" ".join(shlex.quote(word) for word in argv) for argv in programs]
+        script = "; ".join([*lines, "exec bash --norc --noprofile -i"])
+        return programs, ["/bin/sh", "-c", script]
+
     async def _cmd_session_new(self, target: str, args: dict[str, Any]) -> Any:
-        workspace = str(args.get("workspace") or "0")
-        if not workspace.isdigit() or int(workspace) >= len(self.workspaces):
-            raise _Refused(f"no workspace '{workspace}' (ids are the indices `tree` reports)")
-        command = str(args.get("command") or "") or "exec bash --norc --noprofile -i"
-        return await self.add_session(workspace, command, name=str(args.get("name") or "") or None)
+        workspace = self._workspace_for_new(str(args.get("workspace") or ""))
+        name = str(args.get("name") or "") or None
+        programs, argv = self._programs(str(args.get("command") or ""))
+        if self.dialect == "lite":
+            # Created before the answer, then shown in the focused pane (every version):
+            # main.cpp (v0.17.7) session.new, newSession, g_pane[g_focus] = new.
+            session = self._spawn(workspace, argv, name, None, None, None)
+            self.launched[session.id] = programs
+            self._emit("session", session.id, "created")
+            self._emit("tree")
+            self.active = session.id
+            return session.id
+        # agwinterm ControlServer.cs (0.17.5): the id comes back at once, NewSession
+        # Posts the creation to the UI thread, CreateSession(makeActive: !noSelect).
+        session_id = str(uuid.uuid4())
+        select = not self._flag(args, "no-select")
+
+        async def on_the_ui_thread() -> None:
+            await trio.sleep(self.create_delay)
+            nothing_shown = self.active is None  # then it is shown whatever was asked
+            self._spawn(workspace, argv, name, None, None, None, session_id=session_id)
+            self.launched[session_id] = programs
+            if select or nothing_shown:
+                self.active = session_id
+            self._emit("session", session_id, "created")
+            self._emit("tree")
+
+        assert self._nursery is not None
+        self._nursery.start_soon(on_the_ui_thread)
+        return session_id
 
     async def _cmd_session_text(self, target: str, args: dict[str, Any]) -> Any:
+        if self.old:
+            return self._released_text(self._target(target))
         if "lines" in args and not self.has_lines:
             raise _Refused("session text: unknown option --lines")
         lines = self._number(args, "lines")
@@ -748,6 +926,18 @@ class FakeAgliteterm:
         while text.endswith("\n\n"):
             text = text[:-1]
         return text
+
+    def _released_text(self, session: _Session) -> str:
+        """The releases' ``session.text``, whatever was asked (module docstring)."""
+        total, history = session.history + session.rows, session.history
+        if self.dialect == "lite":  # 0.17.7 dumpBufferText: history and screen
+            rows = [_cells_of(row) for row in session.rows_of(0, total - 1)]
+            text = "".join("".join(c for c, _, _ in row).rstrip(" ") + "\n" for row in rows)
+            while text.endswith("\n\n"):
+                text = text[:-1]
+            return text
+        rows = [_cells_of(row) for row in session.rows_of(history, total - 1)]  # HandleText
+        return "\n".join("".join(c for c, _, _ in row).rstrip() for row in rows).rstrip("\n")
 
     def _styled(self, session: _Session, first: int, last: int, history: int) -> Any:
         rows = []
@@ -788,8 +978,13 @@ class FakeAgliteterm:
 
     async def _cmd_session_type(self, target: str, args: dict[str, Any]) -> Any:
         session = self._target(target)
-        text = str(args.get("text") or "").replace("\n", "\r")
-        if not self._flag(args, "allow-control"):
+        text = str(args.get("text") or "")
+        if self.dialect == "full":  # HandleType: CRLF first, then LF, to CR
+            text = text.replace("\r\n", "\r")
+        text = text.replace("\n", "\r")
+        # Releases refuse nothing: 0.17.7 main.cpp session.type writes the text as it
+        # is; agwinterm 0.17.5 ControlServer.HandleType likewise (CRLF, LF -> CR).
+        if not self.old and not self._flag(args, "allow-control"):
             for index, char in enumerate(text.encode()):
                 if (char >= 0x20 and char != 0x7F) or char in (0x0D, 0x09):
                     continue
@@ -803,12 +998,17 @@ class FakeAgliteterm:
     async def _cmd_session_paste(self, target: str, args: dict[str, Any]) -> Any:
         session = self._target(target)
         text = args.get("text")
-        if not isinstance(text, str) or not text:
-            # agliteterm's documented behaviour: the Windows clipboard is pasted.
+        released_full = self.dialect == "full" and self.old
+        if not isinstance(text, str) or (not text and not released_full):
+            # agliteterm's documented behaviour (0.17.7 too: ``text.empty()``): the
+            # Windows clipboard is pasted; agwinterm 0.17.5 does so for a missing
+            # text only (``text ?? ClipboardGet()``).
             self.clipboard_pastes += 1
             text = self.clipboard
             if not text:
                 raise _Refused("session paste: nothing to paste")
+        if not text:
+            return "pasted"
         body = text.replace("\r\n", "\r").replace("\n", "\r")
         if session.screen.mode(2004):
             body = _PASTE_START + body + _PASTE_END
@@ -816,6 +1016,8 @@ class FakeAgliteterm:
         return "pasted"
 
     async def _input(self, session: _Session, verb: str, data: str) -> None:
+        if not data:
+            return
         if session.exited:
             raise _Refused(f"session {verb}: pane has no live input; nothing {verb}d")
         refused = self._refusal(session, verb, data)
@@ -844,10 +1046,12 @@ class FakeAgliteterm:
         columns: int | None,
         rows: int | None,
         env: Mapping[str, str] | None,
+        *,
+        session_id: str | None = None,
     ) -> _Session:
         columns, rows = columns or self.columns, rows or self.rows
         lite = self.dialect == "lite"
-        session_id = f"lite-{self._next_id}" if lite else str(uuid.uuid4())
+        session_id = session_id or (f"lite-{self._next_id}" if lite else str(uuid.uuid4()))
         self._next_id += 1
         master_fd, slave_fd = os.openpty()
         fcntl.ioctl(slave_fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -887,7 +1091,9 @@ class FakeAgliteterm:
             replies=replies,
         )
         self.sessions[session_id] = session
-        self.active = self.active or session_id
+        if self.active is None:
+            self.active = session_id
+            self.active_workspace = workspace
         assert self._nursery is not None
         self._nursery.start_soon(self._run, session)
         return session

@@ -15,19 +15,31 @@ import re
 import uuid
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+import pytest
+import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror_host import control as c
-from mirror_host.capture.values import ScrollBounds, TextCapture
+from mirror_host.capture.values import Capability, ScrollBounds, TextCapture, VTCapture
 from mirror_host.commands import responses
+from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.service import CommandService
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.session import connection as connection_module
 from mirror_host.wire import TextFramePacket, VTFramePacket
+from tests.fakes.memory_source import MemorySource
 from tests.strategies import message_of
+from tests.unit.connection_harness import connect, hub_with
+from tests.unit.connection_harness import subscribe as harness_subscribe
+from tests.unit.test_agent_delivery import ScriptedPanes
 from tests.unit.test_session import (
     HOST,
+    PANE,
+    events,
     history_session,
     new_session,
     outgoing,
@@ -248,3 +260,145 @@ def test_every_command_answer_is_an_object_with_ok_and_a_coded_error() -> None:
             assert isinstance(error, dict)
             assert isinstance(error["code"], str) and isinstance(error["message"], str)
         json.loads(dump_json(answer))  # plain JSON
+
+
+# ---------------------------------------------------------------- frames as the apps render them
+
+
+class LoneSurrogateSource(MemorySource):
+    """A source whose text carries a lone surrogate, as a ``\\ud800`` escape in
+    Herdr's or agliteterm's JSON becomes in Python."""
+
+    capabilities = MemorySource.capabilities | {Capability.VIEWPORT_TEXT}
+
+    async def capture(self, pane_id: UUID, representation: c.Representation, **kw: bool) -> Any:
+        await super().capture(pane_id, representation, **kw)
+        if representation is c.Representation.TEXT:
+            return TextCapture(columns=40, rows=10, text="lone \ud800 surrogate")
+        return VTCapture(columns=40, rows=10, data=b"x", viewport_text="view \udfff")
+
+
+async def test_text_reaches_the_apps_as_valid_utf8(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Every app drops a connection on text that is not UTF-8: a lone surrogate from
+    a source is sent as U+FFFD, in text frames, viewport text and history."""
+    source = LoneSurrogateSource()
+    pane = source.add_pane()
+    async with hub_with(source) as (_, owner, nursery):
+        phone = await connect(owner, nursery)
+        sub = await harness_subscribe(phone, pane, c.Representation.TEXT)
+        frame = await phone.next(TextFramePacket)
+        assert frame.subscription_id == sub and frame.text == "lone \ufffd surrogate"
+        mac = await connect(owner, nursery)
+        await mac.send(
+            c.Subscribe(pane_id=pane, representation=c.Representation.VT,
+                        intent=c.Intent.TAKEOVER, include_viewport_text=True)
+        )  # fmt: skip
+        await mac.next(c.Subscribed)
+        viewport = await mac.next(c.Viewport)
+        assert viewport.text == "view \ufffd"
+        assert not any("cannot send" in closed.reason for closed in owner.closed)
+    session, sub, _ = history_session(0)
+    outgoing(session)
+    session.receive_data(packet(c.History(subscription_id=sub)), 2.0)
+    session.history_captured(uuid.uuid4(), "a\ud800b", truncated=False, captured_at=1.0)
+    (page,) = outgoing(session)
+    assert page.lines == ("a\ufffdb",)
+
+
+def test_history_pages_say_truncated_as_a_boolean_and_are_never_empty() -> None:
+    """All three apps require ``truncated``; no page is empty but the first of an
+    empty history, which is one empty line here (``total`` 1)."""
+    for lines in (0, 1, 450):
+        session, _, _ = history_session(lines)
+        (page,) = outgoing(session)
+        body = json.loads(c.encode_control(page))["historyPage"]["_0"]
+        assert body["truncated"] is False
+        assert body["lines"] and body["offset"] + len(body["lines"]) == body["total"]
+
+
+def test_a_scroll_answer_never_outlives_its_lease() -> None:
+    """The Mac closes on a ``scrollResult`` or ``SCROLL_…`` failure for a lease that is
+    not its current one: every one names the connection's lease, and once the lease
+    has ended (taken over, closed) a scroll finishing late sends nothing."""
+    session, sub = subscribed()
+    rid = uuid.uuid4()
+    scroll(session, sub, rid, c.ScrollDirection.UP, 0.0)
+    outgoing(session)
+    session.send_ended(c.EndReason.TAKEN_OVER)
+    assert outgoing(session) == [c.Ended(reason=c.EndReason.TAKEN_OVER)]
+    session.scroll_failed(rid)
+    session.scroll_applied(rid, 0.5)
+    assert session.offer_frame(TextCapture(columns=1, rows=1, text="x"), 1.5) is None
+    assert outgoing(session) == []
+
+
+# ---------------------------------------------------------------- results a phone can read
+
+
+GOOD_INPUT = responses.cli_success("agentsInput", responses.input_delivered("hi", "argument"))
+
+
+@pytest.mark.parametrize(
+    ("command", "result"),
+    [
+        ("agentsInput", {**GOOD_INPUT, "data": None}),
+        ("agentsInput", {**GOOD_INPUT, "data": {"input": None}}),
+        ("send", {**GOOD_INPUT, "data": {"input": {"bytes": 2.0, "trailing_enter_sent": True}}}),
+        ("send", {**GOOD_INPUT, "data": {"input": {"bytes": 2, "trailing_enter_sent": "yes"}}}),
+        ("agentsInput", {**GOOD_INPUT, "data": {"input": {"bytes": True, "trailing_enter_sent": True}}}),
+        ("agentsInput", {"ok": False, "command": "agents.input", "error": None}),
+        ("create", {"ok": False, "command": "create", "error": {"code": "X"}}),
+        ("list", {"ok": True, "command": "list", "data": None}),
+        ("list", None),
+    ],
+)  # fmt: skip
+def test_a_result_android_would_drop_the_connection_for_is_sent_as_unconfirmed(
+    command: str, result: Any
+) -> None:
+    sent, problem = responses.for_the_apps(command, result)
+    assert problem is not None
+    assert sent == responses.unconfirmed()  # "unknown": the draft stays, nothing is replayed
+
+
+def test_results_the_apps_read_go_unchanged() -> None:
+    for command, result in (
+        ("agentsInput", GOOD_INPUT),
+        ("send", responses.cli_success("send", responses.input_delivered("ls", "argv"))),
+        ("agentsInput", responses.cli_error("agentsInput", "SEND_FAILED", "m")),
+        ("list", responses.cli_success("list", {"count": 0, "items": []})),
+    ):
+        assert responses.for_the_apps(command, result) == (result, None)
+
+
+class NullResultBackend(AgentPaneCommands):
+    """A backend with a bug: its delivered input has ``data.input`` null."""
+
+    async def agent_input(self, pane_id: UUID, prompt: str, **kw: Any) -> Any:
+        return {
+            "ok": True,
+            "command": "agents.input",
+            "schema_version": "x",
+            "data": {"input": None},
+        }
+
+
+async def test_the_command_service_never_sends_a_result_android_cannot_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    service = CommandService(NullResultBackend(ScriptedPanes()))
+    session, sub = subscribed()
+    envelope = c.CommandEnvelope(
+        output="json", command=c.AgentsInputCommand(pane=str(PANE), prompt="hi")
+    )
+    request = c.CommandRequest(request_id=uuid.uuid4(), request=envelope)
+    session.receive_data(packet(c.Command(subscription_id=sub, command_request=request)), 0.0)
+    (requested,) = events(session)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        service.handle(session, requested)
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    (answer,) = [m for m in outgoing(session) if isinstance(m, c.CommandResult)]
+    assert answer.command_response.response == responses.unconfirmed()

@@ -118,6 +118,7 @@ ONLY: dict[tuple[str, str], tuple[str, ...]] = {
         "panes.herdr.protocol",
         "panes.agliteterm.protocol",
         "panes.agliteterm.render",
+        "panes.agliteterm.launch",
     ),
 }
 

@@ -40,6 +40,8 @@ PURE_MODULES = [
     "mirror_host.panes.agliteterm.protocol",
     "mirror_host.panes.agliteterm.render",
     "mirror_host.panes.agliteterm.scrollback",
+    "mirror_host.panes.agliteterm.launch",
+    "mirror_host.panes.agliteterm.offer",
     "mirror_host.commands.receipts",
     "mirror_host.commands.responses",
     "mirror_host.client.address",

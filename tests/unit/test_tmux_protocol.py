@@ -24,6 +24,7 @@ from mirror_host.panes.tmux_protocol import (
     parse_line,
     parse_pane_rows,
     parse_pane_state,
+    soft_wraps,
     unescape_output,
 )
 from mirror_host.terminal import Screen
@@ -253,3 +254,15 @@ def _tmux_escape(data: bytes) -> bytes:
 @given(st.binary(max_size=200))
 def test_any_bytes_tmux_escapes_come_back_unchanged(data: bytes) -> None:
     assert unescape_output(_tmux_escape(data)) == data
+
+
+def test_soft_wraps_from_the_rows_and_the_joined_lines() -> None:
+    """``capture-pane -p -N`` and ``-p -J`` of one 20-column screen (tmux 3.3a's output)."""
+    rows = [".0s' $(seq 30); echo", "; echo short", "A" * 20, "A" * 10, "short", "bash-5.2# "]
+    joined = [".0s' $(seq 30); echo; echo short", "A" * 30, "short", "bash-5.2# "]
+    assert soft_wraps(rows, joined, 20) == [False, True, False, True, False, False]
+    # A wide glyph that did not fit left the last cell empty: the line stays on its rows.
+    rows = ["x" * 19, "中y"]
+    assert soft_wraps(rows, ["x" * 19 + "中y"], 20) == [False, False]
+    # Captures that do not add up (the screen changed between them): nothing continues.
+    assert soft_wraps(["abc", "def"], ["abcdeX"], 3) == [False, False]

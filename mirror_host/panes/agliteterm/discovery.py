@@ -12,6 +12,11 @@ agliteterm pushes nothing, so discovery polls, cheaply:
   window resize changes the grid without an event) and every 15 s otherwise
   as a safety net. A build without ``events`` gets the tree every second.
 
+What the build offers (:class:`~mirror_host.panes.agliteterm.offer.Offer`:
+styles, a screen-only read, the grid, status times) is learned from its
+answers, here from the tree and from the source's reads; what it lacks is said
+once in the log, with what a newer build would add.
+
 The tree is the truth; events only say when to read it. An unreachable or
 failing agliteterm is retried with capped backoff, complaining once per
 outage; panes stay listed meanwhile (it may only be restarting), and the
@@ -28,6 +33,7 @@ import trio
 
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.agliteterm.client import AgliteClient
+from mirror_host.panes.agliteterm.offer import Offer
 from mirror_host.panes.agliteterm.protocol import (
     AgliteError,
     AgliteUnknownCommand,
@@ -72,11 +78,16 @@ class AgliteDiscovery:
         self.has_events: bool | None = None
         self.cursor = 0
         self.restarts_seen = 0
+        #: What this agliteterm offers, as its answers showed.
+        self.offer = Offer()
+        self._said: tuple[str, ...] = ()
         self._on_listed = on_listed
         self._watching = watching
         self._repoll = trio.Event()
         self._listed = trio.Event()
         self._complained = False
+        #: Why agliteterm cannot be followed now (``None`` while it can).
+        self.problem: str | None = None
 
     async def run(self) -> None:
         """Follow agliteterm until cancelled, reconnecting with capped backoff."""
@@ -85,6 +96,7 @@ class AgliteDiscovery:
             try:
                 await self._follow()
             except PaneSourceError as exc:
+                self.problem = str(exc)
                 if not self._complained:
                     logger.warning(
                         "agliteterm at %s: %s; retrying (up to every %g s)",
@@ -117,6 +129,7 @@ class AgliteDiscovery:
         """
         started = trio.current_time()
         result = await self.client.call("tree", lane=lane)
+        self.learn(self.offer.with_tree(result))
         endpoint = self.client.endpoint
         self.panes = {pane_uuid(endpoint, pane.pane_id): pane for pane in parse_tree(result)}
         self._on_listed(self.panes, started)
@@ -138,9 +151,11 @@ class AgliteDiscovery:
                 self.client.endpoint,
             )
         self.dialect = dialect
+        self.learn(self.offer.connected(dialect, self.version))
         await self._read_events(first=True)
         await self.poll()
         self._complained = False  # read whole again: the next outage is news
+        self.problem = None
         last_tree = trio.current_time()
         while True:
             self._repoll = trio.Event()
@@ -154,6 +169,19 @@ class AgliteDiscovery:
             if changed or due:
                 await self.poll()
                 last_tree = trio.current_time()
+
+    def learn(self, offer: Offer) -> None:
+        """Keep what an answer showed; say once what this build lacks, when that is new."""
+        self.offer = offer
+        missing = offer.missing()
+        if missing and any(gap not in self._said for gap in missing):
+            logger.warning(
+                "%s at %s is an older build; a newer one would add: %s",
+                offer.version or "agliteterm",
+                self.client.endpoint,
+                "; ".join(missing),
+            )
+            self._said = tuple(dict.fromkeys((*self._said, *missing)))
 
     async def _read_events(self, *, first: bool = False) -> bool:
         """Read the log after the cursor; whether the tree must be read again."""

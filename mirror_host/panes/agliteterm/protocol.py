@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -66,9 +66,14 @@ __all__ = [
     "parse_metrics",
     "parse_styled",
     "parse_tree",
+    "plain_buffer",
     "plain_history",
-    "plain_text",
+    "plain_lines",
     "plain_screen",
+    "plain_text",
+    "release_of",
+    "status_age",
+    "widest_line",
 ]
 
 #: A grid nobody told us about (full app without ``session.metrics``, a split pane).
@@ -243,6 +248,16 @@ def dialect_of(pong: object) -> Dialect:
     return Dialect.FULL if text.lower().startswith("agwinterm") else Dialect.LITE
 
 
+def release_of(version: str | None) -> tuple[int, int, int] | None:
+    """``(0, 17, 5)`` from ``agwinterm 0.17.5`` (``(0, 1, 0)`` from 0.17.7's
+    ``agliteterm 0.1``); ``None`` when ``version`` names none (``dev``)."""
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    if found is None:
+        return None
+    major, minor, patch = found.groups(default="0")
+    return int(major), int(minor), int(patch)
+
+
 # ------------------------------------------------------------------ the tree
 
 
@@ -276,6 +291,43 @@ class SessionPane:
         if self.pane_count > 1:
             parts.append(f"Pane {self.slot + 1}")
         return " · ".join(part for part in parts if part)
+
+    @property
+    def pane_title(self) -> str:
+        """The pane's own title: the terminal's title where the tree has one (newer
+        agwinterm), else ``name`` (``· Pane N`` for either side of a split)."""
+        if self.title and self.pane_count == 1:
+            return self.title
+        return self.label.split(" · ", 1)[-1]
+
+    def subtitle(self, now: float) -> str:
+        """What the pane list's ``subtitle`` shows: the pane's title, the terminal's
+        title where it differs, and the agent's status with its age
+        (``statusChangedAt``, ``now`` in epoch seconds), or ``exited``."""
+        parts = [self.label.split(" · ", 1)[-1]]
+        if self.title and self.title != self.name:
+            parts.append(self.title)
+        if self.exited:
+            parts.append("exited")
+        elif self.status:
+            age = status_age(self.status_changed_at, now)
+            parts.append(f"{self.status} {age}" if age else self.status)
+        return " · ".join(parts)
+
+
+def status_age(changed_at: int | None, now: float) -> str:
+    """How long a status has held, in words (``40 s``, ``3 min``, ``2 h``, ``5 d``);
+    empty when agliteterm did not stamp it (0.17.7, agwinterm 0.17.5) or the clocks
+    disagree (a stamp in the future)."""
+    if changed_at is None or changed_at <= 0:
+        return ""
+    seconds = int(now - changed_at)
+    if seconds < 0:
+        return ""
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def pane_uuid(endpoint: str, pane_id: str) -> UUID:
@@ -374,17 +426,26 @@ def parse_tree(result: object) -> list[SessionPane]:
 
 
 def grid_size(
-    pane: SessionPane, screen: StyledScreen | None, metrics: tuple[int, int] | None = None
+    pane: SessionPane,
+    screen: StyledScreen | None,
+    metrics: tuple[int, int] | None = None,
+    estimate: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
     """``(columns, rows)`` to mirror ``pane`` at.
 
-    ``session.metrics`` (full app) wins, then the tree (lite); the width a
-    styled answer reports is fresher than either (a resize between two tree
-    reads), and the rows grow to hold every row and the cursor the answer
-    shows. Nothing known: 80 × 24.
+    ``session.metrics`` (full app) wins, then the tree (lite), then what the
+    plain text of a build that reports no grid showed (``estimate``: its widest
+    line, and for a screen read its line count; never less than 80 × 24); the
+    width a styled answer reports is fresher than any of them (a resize
+    between two tree reads), and the rows grow to hold every row and the cursor
+    the answer shows. Nothing known: 80 × 24.
     """
     columns = (metrics[0] if metrics else None) or pane.columns
-    rows = (metrics[1] if metrics else None) or pane.rows or DEFAULT_ROWS
+    rows = (metrics[1] if metrics else None) or pane.rows
+    if estimate is not None:
+        columns = columns or max(DEFAULT_COLUMNS, estimate[0])
+        rows = rows or max(DEFAULT_ROWS, estimate[1])
+    rows = rows or DEFAULT_ROWS
     if screen is not None:
         columns = screen.columns or columns
         rows = max(rows, screen.extent())
@@ -576,14 +637,42 @@ def plain_history(result: object) -> str:
     return text.replace("\r\n", "\n").rstrip("\n")
 
 
+def plain_lines(text: str, keep: int) -> list[str]:
+    """The last ``keep`` lines of a plain answer (none for an empty one)."""
+    return plain_history(text).split("\n")[-keep:] if text and keep > 0 else []
+
+
+def widest_line(lines: Sequence[str], at_least: int = 0) -> int:
+    """The most cells any of ``lines`` takes, or ``at_least`` if none takes more.
+
+    Only lines that could be wider are measured (a character takes at most two
+    cells), so a dump of a whole buffer costs little once its width is known.
+    """
+    widest = at_least
+    for line in lines:
+        if 2 * len(line) > widest:
+            widest = max(widest, text_cells(line))
+    return widest
+
+
 def plain_screen(text: str, rows: int, columns: int) -> StyledScreen:
-    """An older agliteterm without ``styles``: the last ``rows`` lines of its
-    plain whole-buffer dump, unstyled, the cursor after the last one."""
-    lines = plain_history(text).split("\n")[-rows:] if text else []
+    """A build without ``styles``: the last ``rows`` lines of its plain answer
+    (agliteterm 0.17.7: the whole buffer; agwinterm 0.17.5: the screen),
+    unstyled, the cursor after the last one."""
+    return plain_buffer(text, rows=rows, columns=columns, keep=rows)
+
+
+def plain_buffer(text: str, *, rows: int, columns: int, keep: int) -> StyledScreen:
+    """The last ``keep`` lines of a plain answer as rows: its last ``rows`` lines are
+    the screen (``0 …``), the ones above scrollback (``-1`` the newest); the cursor
+    after the last line. A copy to scroll through when the build has no styles."""
+    lines = plain_lines(text, max(keep, rows))
+    top = max(0, len(lines) - rows)
     screen: dict[int, Row] = {}
     for index, line in enumerate(lines):
         if line:
-            screen[index] = (Run(col=0, width=min(columns, text_cells(line)), text=line),)
-    last = len(lines) - 1
-    cursor = (max(0, last), min(columns, text_cells(lines[last]))) if lines else (0, 0)
+            run = Run(col=0, width=max(1, min(columns, text_cells(line))), text=line)
+            screen[index - top] = (run,)
+    last = len(lines) - 1 - top
+    cursor = (max(0, last), min(columns, text_cells(lines[-1]))) if lines else (0, 0)
     return StyledScreen(columns=columns, rows=screen, cursor=cursor)

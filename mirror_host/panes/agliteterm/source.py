@@ -9,6 +9,13 @@ and diffs (``../shared/spec/agliteterm.md``, verdict):
   every 100 ms, every 30 ms for a second after input (so typing echoes
   quickly), and at once after a scroll; a read that shows the same rows,
   cursor and grid as the last one is no change and sends no frame;
+* a build that answers every read with its **whole buffer** (agliteterm
+  0.17.7: plain text, arguments ignored) is read no more often than four times
+  what a read takes, and a quiet pane's reads back off to one a second; only
+  the screen's lines are kept (and, while scrolled back, a copy of at most
+  :data:`SCROLL_COPY_LINES`); a build without styles is mirrored as plain
+  text, at a grid estimated from its text when it reports none
+  (``offer.py``);
 * frames are built from the styled rows in pure Python (``render.py``): no
   libghostty for this source;
 * input goes through ``session.type`` with ``allow-control`` (a Mac's keys
@@ -56,6 +63,7 @@ from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.discovery import AgliteDiscovery
+from mirror_host.panes.agliteterm.offer import whole_read_interval
 from mirror_host.panes.agliteterm.protocol import (
     AgliteError,
     AgliteSessionNotFound,
@@ -68,9 +76,11 @@ from mirror_host.panes.agliteterm.protocol import (
     grid_size,
     parse_metrics,
     parse_styled,
+    plain_buffer,
     plain_history,
     plain_screen,
     plain_text,
+    widest_line,
 )
 from mirror_host.panes.agliteterm.render import (
     RowCache,
@@ -110,6 +120,9 @@ _BUSY_RETRY_PAUSE = 0.1
 _HICCUP_SECONDS = 1.0
 #: Lines asked for by a build that refuses ``all`` (the session keeps 2 MiB anyway).
 HISTORY_LINES = 20_000
+#: The most lines of a plain answer kept as the scroll copy (Prowl's own bound on
+#: the history a source reads).
+SCROLL_COPY_LINES = 10_000
 #: Each pane's lanes (``<kind>:<agliteterm pane id>``): screen polls, input, the
 #: scroll copy, history, a command's screen reads.
 PANE_LANES = ("pane", "input", "scroll", "history", "agent")
@@ -141,6 +154,11 @@ class Mirror:
     metrics_at: float = float("-inf")
     cache: RowCache = field(default_factory=RowCache)
     reads: int = 0
+    #: What the last read took, and how many reads in a row showed nothing new.
+    read_seconds: float = 0.0
+    unchanged: int = 0
+    #: A grid estimated from plain text (no grid reported): widest line, line count.
+    estimate: tuple[int, int] | None = None
     #: A read failed and was logged; the next success is logged too.
     failing: bool = False
 
@@ -292,17 +310,15 @@ class AgliteSource:
     async def list_panes(self) -> list[PaneInfo]:
         """Every pane of the last tree, in tree order; reads no contents."""
         panes = []
+        now = time.time()  # statusChangedAt is agliteterm's wall clock, in epoch seconds
         for key, pane in self.discovery.panes.items():
-            subtitle = pane.label.split(" · ", 1)[-1]
-            if pane.status:
-                subtitle = f"{subtitle} · {pane.status}"
             panes.append(
                 PaneInfo(
                     id=key,
                     title=pane.label,
                     directory=pane.directory or "",
                     project_name=pane.workspace_name or None,
-                    subtitle=subtitle,
+                    subtitle=pane.subtitle(now),
                 )
             )
         return panes
@@ -384,7 +400,12 @@ class AgliteSource:
         with mirror.scope:
             while not mirror.gone:
                 now = trio.current_time()
-                interval = self.fast_poll_seconds if now < mirror.fast_until else self.poll_seconds
+                fast = now < mirror.fast_until
+                interval = self.fast_poll_seconds if fast else self.poll_seconds
+                if self.discovery.offer.whole_buffer_reads:
+                    interval = whole_read_interval(
+                        interval, mirror.read_seconds, mirror.unchanged, fast=fast
+                    )
                 with trio.move_on_after(interval):
                     await mirror.poll_now.wait()
                 # Renewed before the read: input written during it asks for the next.
@@ -412,23 +433,64 @@ class AgliteSource:
         """One read of the pane's screen (and, in the full app, its grid); change if new."""
         if self.discovery.dialect is Dialect.FULL and mirror.pane.columns is None:
             await self._read_metrics(mirror)
+        started = trio.current_time()
         result = await self._session_text(
             mirror.pane, lane=self._lane(mirror), timeout=READ_SECONDS, whole=False
         )
+        mirror.read_seconds = trio.current_time() - started
         mirror.reads += 1
         if mirror.failing:
             logger.info("reading agliteterm pane %s again", mirror.pane.pane_id)
             mirror.failing = False
-        screen = _screen_of(result, *mirror.size)
+        screen, mirror.estimate = self._screen_read(
+            result, mirror.pane, mirror.metrics, mirror.estimate
+        )
         if mirror.gone:
             return
         if screen != mirror.screen:
+            mirror.unchanged = 0
             mirror.screen = screen
             # Scrolled back, the frames show the frozen copy (ScrolledView): new output
             # changes nothing a subscriber sees until it returns to the live screen.
             self._settle_size(mirror, changed=mirror.view is None)
         else:
+            mirror.unchanged += 1
             self._settle_size(mirror)
+
+    def _screen_read(
+        self,
+        result: object,
+        pane: SessionPane,
+        metrics: tuple[int, int] | None,
+        estimate: tuple[int, int] | None,
+    ) -> tuple[StyledScreen, tuple[int, int] | None]:
+        """A screen read as a screen, and the grid estimate a plain answer updates;
+        what the answer shows of the build is learned (``offer.py``).
+
+        Raises:
+            PaneSourceError: neither styled rows nor text.
+        """
+        discovery = self.discovery
+        if _styled(result):
+            styled = parse_styled(result, columns=grid_size(pane, None, metrics, estimate)[0])
+            discovery.learn(
+                discovery.offer.with_screen_read(styled=True, history_rows=styled.history_rows)
+            )
+            return styled, estimate
+        text = plain_text(result)
+        if text is None:
+            raise PaneSourceError(
+                "agliteterm's session.text answer is neither styled rows nor text"
+            )
+        discovery.learn(discovery.offer.with_screen_read(styled=False, history_rows=0))
+        lines = plain_history(text).split("\n") if text else []
+        known_columns, known_rows = estimate or (0, 0)
+        # The full app's plain answer is the screen: its line count is a floor for
+        # the rows; lite's is the whole buffer, which says nothing of them.
+        counted = len(lines) if discovery.dialect is Dialect.FULL else 0
+        estimate = (widest_line(lines, known_columns), max(known_rows, counted))
+        columns, rows = grid_size(pane, None, metrics, estimate)
+        return plain_screen(text, rows, columns), estimate
 
     async def _read_metrics(self, mirror: Mirror) -> None:
         now = trio.current_time()
@@ -444,11 +506,13 @@ class AgliteSource:
             )
         except AgliteUnknownCommand:
             mirror.metrics_at = float("inf")  # this build has none: the width from the text
+            self.discovery.learn(self.discovery.offer.with_metrics(False))
             return
         mirror.metrics = parse_metrics(result) or mirror.metrics
+        self.discovery.learn(self.discovery.offer.with_metrics(mirror.metrics is not None))
 
     def _settle_size(self, mirror: Mirror, *, changed: bool = False) -> None:
-        size = grid_size(mirror.pane, mirror.screen, mirror.metrics)
+        size = grid_size(mirror.pane, mirror.screen, mirror.metrics, mirror.estimate)
         if size != mirror.size:
             mirror.size = size
             mirror.cache.forget_below(size[1])
@@ -626,9 +690,16 @@ class AgliteSource:
             except AgliteSessionNotFound:
                 await self._confirm_gone(mirror)
                 raise
-            if not _styled(result):
-                raise PaneSourceError("this agliteterm has no styled scrollback to scroll through")
-            view = ScrolledView(parse_styled(result, columns=columns), rows)
+            if _styled(result):
+                copy = parse_styled(result, columns=columns)
+            else:
+                # A build without styles: its plain buffer, the newest lines only
+                # (agwinterm 0.17.5 answers the screen alone: nothing to scroll to).
+                text = plain_text(result)
+                if text is None:
+                    raise PaneSourceError("agliteterm's scrollback answer is not text")
+                copy = plain_buffer(text, rows=rows, columns=columns, keep=SCROLL_COPY_LINES)
+            view = ScrolledView(copy, rows)
             if mirror.gone:
                 raise PaneNotFound(f"agliteterm pane {mirror.pane.pane_id} is gone")
             if mirror.size != (columns, rows):
@@ -700,12 +771,13 @@ class AgliteSource:
         pane = self.pane_record(pane_id)
         mirror = self._mirrors.get(pane_id)
         metrics = mirror.metrics if mirror is not None else None
+        estimate = mirror.estimate if mirror is not None else None
         async with self._one_off(pane):  # AgliteSessionNotFound is a PaneNotFound
             result = await self._session_text(
                 pane, lane=f"agent:{pane.pane_id}", timeout=READ_SECONDS, whole=False
             )
-        screen = _screen_of(result, *grid_size(pane, None, metrics))
-        return screen, grid_size(pane, screen, metrics)
+        screen, estimate = self._screen_read(result, pane, metrics, estimate)
+        return screen, grid_size(pane, screen, metrics, estimate)
 
     def mirrored_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]] | None:
         """The watched pane's last screen and grid, else ``None`` (nothing is read)."""
@@ -713,6 +785,19 @@ class AgliteSource:
         if mirror is None or mirror.gone or not mirror.reads:
             return None
         return mirror.screen, mirror.size
+
+    def health(self) -> dict[str, str]:
+        """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``
+        (the build, and what a newer one would add)."""
+        discovery = self.discovery
+        if discovery.problem is not None:
+            detail = f"{discovery.problem}; retrying"
+            return {"kind": "agliteterm", "state": "unreachable", "detail": detail}
+        if discovery.dialect is None:
+            detail = f"connecting to {self.endpoint}"
+            return {"kind": "agliteterm", "state": "starting", "detail": detail}
+        detail = f"{discovery.offer.describe()} at {self.endpoint}"
+        return {"kind": "agliteterm", "state": "following", "detail": detail}
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
@@ -728,18 +813,3 @@ class AgliteSource:
 
 def _styled(result: object) -> bool:
     return isinstance(result, Mapping) and isinstance(result.get("rows"), list)
-
-
-def _screen_of(result: object, columns: int, rows: int) -> StyledScreen:
-    """A styled answer as it is; a plain one (a build without ``styles``, whose bare
-    text is its whole buffer) as its last ``rows`` lines, unstyled.
-
-    Raises:
-        PaneSourceError: neither.
-    """
-    if _styled(result):
-        return parse_styled(result, columns=columns)
-    text = plain_text(result)
-    if text is None:
-        raise PaneSourceError("agliteterm's session.text answer is neither styled rows nor text")
-    return plain_screen(text, rows, columns)
