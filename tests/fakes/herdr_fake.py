@@ -1369,10 +1369,10 @@ class FakeHerdr:
                 screen is recognised (``agent`` set, status ``done``: idle and not
                 yet seen), while the launch is still pending.
             agent_launch: ``"ready"`` (the launch ends ``interactive_ready``) or
-                ``"exit"`` (the managed launch is dropped at that moment, as when
-                the agent exits or its deadline passes, while its screen still
-                reads idle: Herdr's CLI calls that "exited before becoming
-                interactive").
+                ``"exit"`` (the agent's process exits at that moment: the managed
+                launch and its name are dropped, and with the process gone its
+                screen names no agent; reconcile_managed_agent_at and
+                effective_agent_label, src/terminal/state.rs 0.8.2).
             restore: a session saved by :meth:`saved_session` (Herdr's session
                 file): the same workspaces, tabs and public pane ids, each pane
                 a fresh shell in its saved directory under a **new**
@@ -2890,7 +2890,8 @@ class FakeHerdr:
         once the settle delay (``agent_ready_after``) has passed it becomes
         active (``interactive_ready`` on, ``launch_pending`` left out). Past the
         start deadline, or with ``agent_launch="exit"``, the managed launch is
-        dropped instead (clear_agent_name): no name, neither flag.
+        dropped instead (clear_agent_name): no name, neither flag; an agent that
+        exited is no longer recognised either (``recent_agent_process_exit``).
         """
         started = trio.current_time()
         deadline = started + timeout
@@ -2917,7 +2918,13 @@ class FakeHerdr:
             pane.interactive_ready = True
         else:
             pane.agent_name = None
-        self._emit("pane_updated", {"pane": self._pane_info(pane)})
+        if self.agent_launch == "exit":
+            pane.agent = None
+            pane.agent_status = "unknown"
+            pane.state_change_seq += 1
+            self._status_changed(pane)
+        else:
+            self._emit("pane_updated", {"pane": self._pane_info(pane)})
         pane.notify()
 
 
