@@ -17,6 +17,22 @@ describe it, quirks included:
 * protocols 16, 20 and 22 (``agent.send`` only at 16, ``agent.prompt`` from 17,
   ``pane.scroll`` only at 22), and an old server without ``session.snapshot``.
 
+And as the released program's source does it (herdrdev/herdr 0.8.2; the file
+is cited beside each behaviour below):
+
+* an ``agent.start`` launch that is pending for at least 3 s (recognised idle,
+  ``done`` in a background tab, meanwhile) before it is ``interactive_ready``,
+  both flags left out of the record while false; ``agent.prompt`` refused with
+  ``agent_not_ready`` until then; a launch whose agent exits (``agent_launch``);
+* a restart with session restore (``saved_session`` / ``restore=``) and a live
+  hand-off (``live_handoff``): the same public pane ids, every ``terminal_id`` new;
+* a text harvest (another client's ``recent`` text read of an idle agent on the
+  alternate screen with the mouse on) that holds every ANSI read of the pane
+  until it ends (``harvest_seconds``);
+* an observe program of another client protocol refused at its handshake, with
+  Herdr's words (``tests/fakes/herdr`` prints them and exits 1);
+* ``terminal_title_stripped``, ``display_agent`` and ``title`` as Herdr reports them.
+
 Every pane is a real program in a real PTY whose output feeds a libghostty
 :class:`~mirror_host.terminal.Screen` (which also answers the program's terminal
 queries). ``fake.observe`` (used by the fake ``herdr`` CLI next to this file)

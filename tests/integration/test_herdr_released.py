@@ -388,7 +388,7 @@ async def test_an_observe_program_of_another_version_is_reported_once_and_not_re
                 (pane,) = (await list_panes(phone)).panes
                 sub = await subscribe(phone, pane.id)
                 await phone.send(c.Input(data=b"echo polled-$((5+5))\r", subscription_id=sub))
-                await frame_containing(phone, sub, "polled-10")  # polling mirrors it
+                await frame_containing(phone, sub, "polled-10", timeout=20)  # polled
                 await trio.sleep(4.0)  # several retry periods
                 assert len(fake.requests_for("fake.observe")) == 1  # tried once, never again
                 assert source.mirror_mode(pane.id) == "poll"
@@ -425,12 +425,8 @@ async def test_herdr_titles_and_done_reach_the_pane_list(state_dir: Path) -> Non
     titled = await fake.add_pane(tab, TITLED, agent="claude", agent_status="done")
     other = await fake.add_pane(tab, SHELL, agent="codex", agent_status="idle")
     async with serving(fake), herdr_host(state_dir, commands=True) as (host, source):
-        with trio.fail_after(10):
-            while True:
-                await source.poll()
-                records = {p.pane_id: p for p in source.snapshot.panes}  # type: ignore[union-attr]
-                if records[titled].terminal_title == "Fix the login bug":
-                    break
+        with trio.fail_after(10):  # the program has set its terminal's title
+            while fake.pane_screen(titled).title != "\u2733 Fix the login bug":
                 await trio.sleep(0.05)
         fake.set_pane_title(other, "Review PR 12", display_agent="Codex CLI")
         await source.poll()
