@@ -1641,6 +1641,27 @@ class FakeHerdr:
         focused = self._focused_workspace
         return SavedSession(tuple(workspaces), focused.workspace_id if focused else None)
 
+    def restarted(self) -> FakeHerdr:
+        """The server Herdr is when it starts again with this session restored: the same
+        settings, the same public ids, new terminals. Call it before :meth:`stop`; then
+        ``await nursery.start(new.serve)`` (the old one must have stopped)::
+
+            second = fake.restarted()
+            await fake.stop()
+            await nursery.start(second.serve)
+        """
+        return FakeHerdr(
+            self.socket_path,
+            protocol=self.protocol,
+            snapshot=self.snapshot_supported,
+            shell=self._shell,
+            agent_ready_after=self.agent_ready_after,
+            agent_detected_after=self.agent_detected_after,
+            agent_launch=self.agent_launch,
+            restore=self.saved_session(),
+            harvest_seconds=self.harvest_seconds,
+        )
+
     def _restore(self, saved: SavedSession) -> None:
         """restore_workspace / restore_tab (src/persist/restore.rs 0.8.2): ids and
         numbers as saved, every pane a fresh shell in its saved directory with a

@@ -262,9 +262,8 @@ async def test_pane_ids_survive_a_herdr_restart_with_restore(state_dir: Path) ->
                 sub = await subscribe(phone, before[1])
                 await phone.send(c.Input(data=b"echo first-$((1+1))\r", subscription_id=sub))
                 await frame_containing(phone, sub, "first-2")
-                saved = first.saved_session()
+                second = first.restarted()  # what Herdr will restore
                 await first.stop()  # Herdr exits (a reboot, an upgrade)
-                second = FakeHerdr(socket, restore=saved)
                 assert second.pane_ids() == herdr_ids  # Herdr keeps its public ids
                 await nursery.start(second.serve)
                 await _wait_relisted(source, old_terminals)
@@ -390,7 +389,9 @@ async def test_an_observe_program_of_another_version_is_reported_once_and_not_re
                 await phone.send(c.Input(data=b"echo polled-$((5+5))\r", subscription_id=sub))
                 await frame_containing(phone, sub, "polled-10", timeout=20)  # polled
                 await trio.sleep(4.0)  # several retry periods
-                assert len(fake.requests_for("fake.observe")) == 1  # tried once, never again
+                said = [r.getMessage() for r in caplog.records if "herdr" in r.getMessage()]
+                # Tried once, never again.
+                assert len(fake.requests_for("fake.observe")) == 1, said
                 assert source.mirror_mode(pane.id) == "poll"
                 complaints = [r for r in caplog.records if "older than server" in r.getMessage()]
                 assert len(complaints) == 1, [r.getMessage() for r in complaints]
@@ -405,7 +406,9 @@ async def test_an_observe_program_of_another_version_is_reported_once_and_not_re
                         await trio.sleep(0.1)
                 await phone.send(c.Input(data=b"echo observed-$((6+6))\r", subscription_id=sub))
                 await frame_containing(phone, sub, "observed-12")
-                assert len(fake.requests_for("fake.observe")) == 2
+                assert len(fake.requests_for("fake.observe")) == 2, [
+                    r.getMessage() for r in caplog.records if "herdr" in r.getMessage()
+                ]
         del herdr_pane
     finally:
         logging.getLogger("mirror_host").propagate = False

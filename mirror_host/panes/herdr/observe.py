@@ -45,6 +45,8 @@ _MAX_GRID = 1000
 _STOP_GRACE_SECONDS = 2.0
 #: What is kept of the program's standard error (the rest is read and dropped).
 _STDERR_BYTES = 4096
+#: How long a program whose stream ended before any frame gets to finish saying why.
+_WHY_SECONDS = 5.0
 #: check_client_version's words (src/protocol/wire.rs 0.8.2).
 _VERSION_REFUSAL = re.compile(
     r"client version \d+ is (?:older|newer) than server version \d+[^\n]*"
@@ -108,9 +110,9 @@ async def observe(
             nursery.start_soon(_collect, process, stderr, collected)
             end = await _read_frames(mirror, process)
             if end is StreamEnd.FAILED and mirror.frames == frames_before:
-                # Ended before any frame: let the program finish saying why.
-                with trio.move_on_after(_STOP_GRACE_SECONDS):
-                    await process.wait()
+                # Ended before any frame: let the program finish saying why (its
+                # standard error ends when it exits; a loaded machine may be slow).
+                with trio.move_on_after(_WHY_SECONDS):
                     await collected.wait()
             nursery.cancel_scope.cancel()
         if mirror.restart.is_set():
@@ -119,7 +121,9 @@ async def observe(
         mirror.stream_size = None
         with trio.CancelScope(shield=True):
             await _stop(process)
-    if end is StreamEnd.FAILED and process.returncode == 1:
+    if end is StreamEnd.FAILED and mirror.frames == frames_before:
+        # Herdr's program says this only when the server refused its version, then
+        # exits 1; the words are the proof (the exit status may be the stop's).
         refusal = version_refusal(stderr.decode("utf-8", "replace"))
         if refusal is not None:
             return Refused(refusal)
