@@ -5,8 +5,11 @@
 * ``profiles``: the ``[profiles]`` table of the config file, or by default the
   agents Herdr can start that are installed on ``PATH``.
 * ``create``: ``tab.create`` in the chosen workspace, then (with a profile)
-  ``agent.start`` and, once the agent is ready, its first prompt. Never
-  arbitrary shell input.
+  ``agent.start`` and, once Herdr says the agent is ready the way its own CLI
+  waits for it (an explicit ``interactive_ready: true``), its first prompt,
+  exactly once. Answered in time, always: a launch that takes longer has its
+  prompt follow the answer (:mod:`mirror_host.commands.first_prompt`). Never
+  arbitrary shell input, never a second tab.
 * ``agentsInput`` / ``agentsDispatch``: the phone's reply box. Refused while
   Herdr reports the agent ``blocked`` (a dialog would swallow the text and Enter
   would answer it), when no agent runs there, or when the agent is still
@@ -38,6 +41,7 @@ import trio
 
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import finish_writing
+from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
 from mirror_host.commands.responses import (
     INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
@@ -54,12 +58,15 @@ from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
     HerdrUnknownMethod,
+    LaunchFailed,
+    LaunchProgress,
     Snapshot,
     Tab,
     Workspace,
+    launch_progress,
+    pane_name,
     parse_pane,
     parse_tab,
-    terminal_name,
 )
 
 __all__ = [
@@ -82,7 +89,10 @@ DEFAULT_AGENTS = (
     ("amp", "Amp"),
 )
 _START_RETRY_SECONDS = 2.0
+#: Herdr's own start timeout (DEFAULT_AGENT_START_TIMEOUT, src/app/agents.rs 0.8.2):
+#: it drops the launch then.
 _READY_SECONDS = 30.0
+_READY_POLL_SECONDS = 0.1
 _ECHO_SECONDS = 2.0
 #: How long a working agent may take to settle before input is refused.
 _SETTLE_SECONDS = 5.0
@@ -140,6 +150,10 @@ class HerdrCommandSource(Protocol):
         """
         ...
 
+    def uuid_of(self, pane: HerdrPane) -> UUID:
+        """The id the host lists ``pane`` under."""
+        ...
+
     async def call_on_pane(
         self, pane_id: UUID, method: str, params: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -163,6 +177,8 @@ class HerdrCommands:
         self._has_tab_create = False
         self._has_agent_start = False
         self._has_agent_prompt: bool | None = None
+        #: Launched agents' first prompts (answered in time, retained by the service).
+        self.first_prompts = FirstPrompts()
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -174,6 +190,12 @@ class HerdrCommands:
         return tuple(capabilities)
 
     async def run(self) -> None:
+        """Learn which methods the server has; host first prompts that outlive their create."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.first_prompts.run)
+            await self._probe()
+
+    async def _probe(self) -> None:
         """Learn which methods the server has (by the ``unknown variant`` error)."""
         await self.source.wait_listed()
         while True:
@@ -213,11 +235,10 @@ class HerdrCommands:
     def _tab(tab: Tab) -> dict[str, JSONValue]:
         return {"id": tab.id, "title": tab.label, "selected": tab.focused}
 
-    @staticmethod
-    def _pane(pane: HerdrPane) -> dict[str, JSONValue]:
+    def _pane(self, pane: HerdrPane) -> dict[str, JSONValue]:
         record: dict[str, JSONValue] = {
-            "id": str(pane.uuid).upper(),
-            "title": pane.label or terminal_name(pane),
+            "id": str(self.source.uuid_of(pane)).upper(),
+            "title": pane_name(pane),
         }
         if pane.cwd:
             record["cwd"] = pane.cwd
@@ -266,7 +287,10 @@ class HerdrCommands:
 
     @staticmethod
     def _task(pane: HerdrPane) -> dict[str, JSONValue]:
-        """An agent's state; nothing for a shell (Herdr cannot prove it idle or busy)."""
+        """An agent's state; nothing for a shell (Herdr cannot prove it idle or busy).
+
+        Only what the apps know: ``running`` or ``idle`` (Herdr's ``done`` is idle
+        here; the pane list's subtitle tells the two apart)."""
         if not pane.agent:
             return {}
         return {"status": "running" if pane.agent_status == "working" else "idle"}
@@ -302,24 +326,30 @@ class HerdrCommands:
             if workspace.cwd:
                 params["cwd"] = workspace.cwd
             created = await self.client.call("tab.create", params)
-            root = created.get("root_pane")
-            pane = parse_pane(root) if isinstance(root, dict) else None
-            tab_record = created.get("tab")
-            tab = parse_tab(tab_record) if isinstance(tab_record, dict) else None
-            if pane is None or tab is None:
-                return cli_error("create", "CREATE_FAILED", "Herdr did not describe the new tab.")
-            if profile is not None and command.launch is not None:
-                name = await self._start_agent(profile, pane)
-                if command.launch.prompt:
-                    await self.client.call(
-                        "agent.prompt", {"target": name, "text": command.launch.prompt}
-                    )
         except (HerdrError, PaneSourceError) as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the tab: {exc}")
+        root = created.get("root_pane")
+        pane = parse_pane(root) if isinstance(root, dict) else None
+        tab_record = created.get("tab")
+        tab = parse_tab(tab_record) if isinstance(tab_record, dict) else None
+        if pane is None or tab is None:
+            return cli_error("create", "CREATE_FAILED", "Herdr did not describe the new tab.")
         try:
-            await self.source.poll()
+            await self.source.poll()  # the new pane listed, under its id
         except PaneSourceError:
             pass
+        key = self.source.uuid_of(pane)
+        if profile is not None and command.launch is not None:
+            prompt = command.launch.prompt or None
+            outcome = await self.first_prompts.deliver(
+                key, prompt, lambda: self._launch(profile, pane, prompt)
+            )
+            if not isinstance(outcome, Pending) and not succeeded(outcome):
+                why = failure_message(outcome).rstrip(".")
+                failed = "its first prompt was not sent" if prompt else "its agent did not start"
+                return cli_error(
+                    "create", "CREATE_FAILED", f"The tab was opened, but {failed}: {why}."
+                )
         pane_record = {
             k: v for k, v in self._pane(pane).items() if k in ("id", "title", "cwd", "focused")
         }
@@ -327,37 +357,103 @@ class HerdrCommands:
             self._worktree(workspace, [pane]), self._tab(tab), pane_record, profile
         )
 
-    async def _start_agent(self, profile: Profile, pane: HerdrPane) -> str:
+    async def _launch(self, profile: Profile, pane: HerdrPane, prompt: str | None) -> JSONValue:
+        """``agent.start`` in the new pane, its readiness, then its first prompt (once):
+        an ``agentsInput``-shaped result, or an error saying what went wrong."""
+        command = "agentsInput"
+        try:
+            name, started = await self._start_agent(profile, pane)
+        except (HerdrError, PaneSourceError) as exc:
+            return cli_error(command, "AGENT_NOT_FOUND", f"{profile.name} did not start ({exc}).")
+        failed = await self._until_ready(name, pane, started)
+        if failed is not None:
+            return cli_error(command, "AGENT_NOT_FOUND", f"{profile.name} {failed.reason}.")
+        if prompt is None:
+            return cli_success("create", {"agent": name})
+        data = input_delivered(prompt, "argument")
+        outcome = await self._prompt(command, name, prompt)
+        if outcome == "unknown-method":  # no agent.prompt: typed, seen, then Enter
+            outcome = await self._send_and_confirm(command, pane, prompt, data, lambda: True)
+        elif outcome is None:
+            outcome = cli_success(command, data)
+        return self._delivered(outcome, prompt, profile.agent)
+
+    @staticmethod
+    def _delivered(result: JSONValue, prompt: str, agent: str | None) -> JSONValue:
+        """Log a prompt that went in, as for every agent input; ``result`` unchanged."""
+        if succeeded(result):
+            logger.info("delivered a %d-byte prompt to %s", len(prompt.encode()), agent)
+        return result
+
+    async def _start_agent(self, profile: Profile, pane: HerdrPane) -> tuple[str, dict[str, Any]]:
+        """``agent.start`` (again while the fresh shell is briefly busy): its name and record."""
         name = (
             f"{re.sub('[^a-z0-9_-]', '', profile.agent.lower()) or 'agent'}-{secrets.token_hex(3)}"
         )
         if not name[0].isalpha():
             name = "a" + name
-        params: dict[str, Any] = {"name": name[:32], "kind": profile.agent, "pane_id": pane.pane_id}
+        name = name[:32]
+        params: dict[str, Any] = {"name": name, "kind": profile.agent, "pane_id": pane.pane_id}
         if profile.args:
             params["args"] = list(profile.args)
         deadline = trio.current_time() + _START_RETRY_SECONDS
         while True:
             try:
-                await self.client.call("agent.start", params)
+                started = await self.client.call("agent.start", params)
                 break
             except HerdrError as exc:
                 # A fresh shell is briefly "busy" while it starts (research notes §4.2).
                 if exc.code != "agent_pane_busy" or trio.current_time() > deadline:
                     raise
                 await trio.sleep(0.1)
+        record = started.get("agent")
+        return name, record if isinstance(record, dict) else {}
+
+    async def _until_ready(
+        self, name: str, pane: HerdrPane, started: dict[str, Any]
+    ) -> LaunchFailed | None:
+        """Wait for an explicit ``interactive_ready`` as Herdr's own CLI does
+        (:func:`~mirror_host.panes.herdr.protocol.launch_progress`); ``None`` once ready."""
+        terminal = started.get("terminal_id")
+        kind = started.get("agent")
+        seen = False
         with trio.move_on_after(_READY_SECONDS):
             while True:
-                info = await self.client.call("agent.get", {"target": params["name"]})
-                agent = info.get("agent")
-                agent = agent if isinstance(agent, dict) else {}
-                status = agent.get("agent_status")
-                if status == "blocked":
-                    raise HerdrError("agent_not_ready", "the agent is blocked during startup")
-                if status in ("idle", "done") and agent.get("interactive_ready", True) is True:
-                    return str(params["name"])
-                await trio.sleep(0.1)
-        raise HerdrError("timeout", "timed out waiting for agent startup")
+                try:
+                    record = await self._agent_record(name, pane)
+                except PaneSourceError:  # Herdr did not answer: ask again
+                    await trio.sleep(_READY_POLL_SECONDS)
+                    continue
+                progress = launch_progress(
+                    record,
+                    name=name,
+                    terminal_id=terminal if isinstance(terminal, str) else None,
+                    kind=kind if isinstance(kind, str) else None,
+                    seen=seen,
+                )
+                if progress is LaunchProgress.READY:
+                    return None
+                if isinstance(progress, LaunchFailed):
+                    return progress
+                seen = seen or record is not None
+                await trio.sleep(_READY_POLL_SECONDS)
+        return LaunchFailed("timeout", f"was not ready within {_READY_SECONDS:g} s")
+
+    async def _agent_record(self, name: str, pane: HerdrPane) -> dict[str, Any] | None:
+        """The agent by its name, else by its pane (as the CLI falls back); ``None``: neither.
+
+        Raises:
+            PaneSourceError: Herdr could not be asked (not an answer about the agent).
+        """
+        for target in (name, pane.pane_id):
+            try:
+                info = await self.client.call("agent.get", {"target": target})
+            except HerdrError:
+                continue  # not found by this target
+            agent = info.get("agent")
+            if isinstance(agent, dict):
+                return agent
+        return None
 
     # ------------------------------------------------------------ agent input
 
@@ -398,9 +494,10 @@ class HerdrCommands:
         data = input_delivered(prompt, "argument")
         # From the first byte on, finished even if the lease is lost meanwhile (Enter
         # withheld): cut off, it could only be reported as cancelled before delivery.
-        return await finish_writing(
+        result = await finish_writing(
             command, lambda: self._deliver(command, fresh, prompt, data, authorized)
         )
+        return self._delivered(result, prompt, fresh.agent)
 
     async def _deliver(
         self,
@@ -412,7 +509,7 @@ class HerdrCommands:
     ) -> JSONValue:
         """``agent.prompt`` where the server has it, else the text, its echo and Enter."""
         if self._has_agent_prompt is not False:
-            outcome = await self._prompt(command, pane, prompt)
+            outcome = await self._prompt(command, pane.pane_id, prompt)
             if outcome is None:
                 return cli_success(command, data)
             if outcome != "unknown-method":
@@ -430,17 +527,18 @@ class HerdrCommands:
     async def _fresh(self, record: HerdrPane) -> HerdrPane:
         """The pane as Herdr describes it now (under its new id if it moved)."""
         try:
-            result = await self.source.call_on_pane(record.uuid, "pane.get", {})
+            result = await self.source.call_on_pane(self.source.uuid_of(record), "pane.get", {})
         except HerdrUnknownMethod:
             return record
         pane = result.get("pane")
         parsed = parse_pane(pane) if isinstance(pane, dict) else None
         return parsed or record
 
-    async def _prompt(self, command: str, pane: HerdrPane, prompt: str) -> JSONValue | str | None:
-        """``agent.prompt``: ``None`` on success, a result on failure, or ``"unknown-method"``."""
+    async def _prompt(self, command: str, target: str, prompt: str) -> JSONValue | str | None:
+        """``agent.prompt`` to ``target`` (a pane id or an agent's name): ``None`` on
+        success, a result on failure, or ``"unknown-method"``."""
         try:
-            await self.client.call("agent.prompt", {"target": pane.pane_id, "text": prompt})
+            await self.client.call("agent.prompt", {"target": target, "text": prompt})
             self._has_agent_prompt = True
             return None
         except HerdrUnknownMethod:

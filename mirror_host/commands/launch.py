@@ -9,7 +9,9 @@ backend too: :mod:`mirror_host.commands.catalogue`.)
 A launched agent gets its first prompt through the same guarded delivery as a
 phone's (:mod:`mirror_host.commands.agent_input`), once it shows an empty,
 idle composer; an agent that never gets there within half a minute, or stops
-on a dialog (a trust prompt, a login), gets nothing typed.
+on a dialog (a trust prompt, a login), gets nothing typed. The ``create`` is
+answered in time whatever the agent does: past its deadline the prompt
+follows the answer (:mod:`mirror_host.commands.first_prompt`).
 
 A phone's ``send`` runs a command line in a shell pane through
 :mod:`mirror_host.commands.shell_input` (``shell-send``, unless turned off).
@@ -25,6 +27,7 @@ import trio
 from mirror_host.agents import Agent, AgentState
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, deliver, observe
+from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
 from mirror_host.commands.responses import SEND_REFUSED, cli_error, cli_success, rejected
 from mirror_host.commands.shell_input import ShellPanes, deliver_command, shell_status
 from mirror_host.config import Profile
@@ -34,7 +37,14 @@ from mirror_host.errors import PaneSourceError
 from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 
-__all__ = ["KNOWN_AGENTS", "READY_SECONDS", "AgentPaneCommands", "first_prompt", "task_status"]
+__all__ = [
+    "KNOWN_AGENTS",
+    "READY_SECONDS",
+    "AgentPaneCommands",
+    "first_prompt",
+    "launch_failure",
+    "task_status",
+]
 
 #: The agents this host can read, as ``(program, name)`` for the default profiles.
 KNOWN_AGENTS = tuple((agent.value, agent.display_name) for agent in Agent)
@@ -45,9 +55,10 @@ _READY_POLL = 0.2
 
 async def first_prompt(
     panes: AgentPanes, pane_id: UUID, prompt: str, *, timing: DeliveryTiming
-) -> JSONValue | None:
-    """Deliver a launched agent's first prompt; ``None`` on success, else a ``create`` error."""
-    why = "it did not show an empty input box"
+) -> JSONValue:
+    """Deliver a launched agent's first prompt once it shows an empty input box: the
+    ``agentsInput`` result, or an error saying why nothing was typed."""
+    why = f"it did not show an empty input box within {READY_SECONDS:g} s"
     with trio.move_on_after(READY_SECONDS):
         while True:
             try:
@@ -56,7 +67,7 @@ async def first_prompt(
                 why = f"the pane could not be read ({exc})"
                 break
             if found.ready:
-                result = await deliver(
+                return await deliver(
                     panes,
                     pane_id,
                     prompt,
@@ -64,17 +75,22 @@ async def first_prompt(
                     authorized=lambda: True,  # create outlives its connection
                     timing=timing,
                 )
-                if isinstance(result, dict) and result.get("ok") is True:
-                    return None
-                error = result.get("error") if isinstance(result, dict) else None
-                why = str(error.get("message")) if isinstance(error, dict) else "delivery failed"
-                break
             if found.state is AgentState.BLOCKED:
                 why = f"it is waiting for an answer ({found.reason})"
                 break
             await trio.sleep(_READY_POLL)
+    return cli_error("agentsInput", "DISPATCH_TARGET_BUSY", f"Nothing was typed: {why}.")
+
+
+def launch_failure(result: JSONValue, *, opened: str = "pane") -> JSONValue | None:
+    """``None`` when a launched agent's first prompt went in, else the ``create`` error."""
+    if succeeded(result):
+        return None
+    why = failure_message(result).rstrip(".")
     return cli_error(
-        "create", "CREATE_FAILED", f"The pane was opened, but its first prompt was not sent: {why}."
+        "create",
+        "CREATE_FAILED",
+        f"The {opened} was opened, but its first prompt was not sent: {why}.",
     )
 
 
@@ -102,6 +118,8 @@ class AgentPaneCommands:
             profiles if profiles is not None else catalogue.default_profiles(KNOWN_AGENTS)
         )
         self.timing = timing or DeliveryTiming()
+        #: Launched agents' first prompts (answered in time, retained by the service).
+        self.first_prompts = FirstPrompts()
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -115,7 +133,8 @@ class AgentPaneCommands:
         )
 
     async def run(self) -> None:
-        """Nothing to learn in the background."""
+        """Nothing to learn in the background; first prompts that outlive their create."""
+        await self.first_prompts.run()
 
     async def profiles(self) -> JSONValue:
         """The profile catalogue with availability on this machine."""
@@ -152,12 +171,19 @@ class AgentPaneCommands:
     async def prompt_launched(
         self, command: CreateCommand, profile: Profile | None, pane_id: UUID
     ) -> JSONValue | None:
-        """Deliver a launched agent's first prompt, if it has one; the error if that failed."""
+        """Deliver a launched agent's first prompt, if it has one; the error if that failed.
+
+        ``None`` too when the create is due first: the prompt follows the answer.
+        """
         if profile is None or command.launch is None or not command.launch.prompt:
             return None
-        return await first_prompt(
-            self.agent_panes, pane_id, command.launch.prompt, timing=self.timing
+        prompt = command.launch.prompt
+        outcome = await self.first_prompts.deliver(
+            pane_id,
+            prompt,
+            lambda: first_prompt(self.agent_panes, pane_id, prompt, timing=self.timing),
         )
+        return None if isinstance(outcome, Pending) else launch_failure(outcome)
 
     def task(
         self,

@@ -17,18 +17,24 @@ command in flight). This service adds the rest of Prowl's rules (host docs §8):
   host stop cancels everything.
 
 Each command runs in its own task, so a slow one (an agent not ready yet) never
-blocks the connection's other messages.
+blocks the connection's other messages. A ``create`` that starts an agent is
+answered within :data:`~mirror_host.commands.first_prompt.ANSWER_SECONDS`; a
+first prompt still under way then is retained here like agent input
+(:mod:`mirror_host.commands.first_prompt`).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 import trio
 
+from mirror_host.commands import first_prompt
+from mirror_host.commands.first_prompt import ANSWER_BY, FirstPrompts
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.commands.receipts import Admission, Receipt, ReceiptBook
 from mirror_host.commands.responses import (
@@ -131,6 +137,11 @@ class CommandService(CommandHandler):
         self._targeted: dict[Session, set[trio.CancelScope]] = {}
         self._all: set[trio.CancelScope] = set()
         self._nursery: trio.Nursery | None = None
+        #: The backend's first prompts (every backend here has them): retained here.
+        first_prompts = getattr(backend, "first_prompts", None)
+        self._first_prompts = first_prompts if isinstance(first_prompts, FirstPrompts) else None
+        if self._first_prompts is not None:
+            self._first_prompts.bind(self)
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -218,6 +229,23 @@ class CommandService(CommandHandler):
             session.send_command_result(receipt_id, result)
 
         self._spawn(None, self._await_receipt, retained, reply)
+
+    def open_receipt(self, command: AgentsInputCommand, pane_id: UUID) -> UUID | None:
+        """Retain a first prompt still under way after its create's answer, as agent
+        input on its pane; its request id (``None``: the book is full)."""
+        request_id = uuid.uuid4()
+        admission, _ = self.receipts.admit(request_id, command, pane_id)
+        if admission is not Admission.NEW:
+            return None
+        self._finished[request_id] = trio.Event()
+        return request_id
+
+    def close_receipt(self, request_id: UUID, result: JSONValue) -> None:
+        """That first prompt's result."""
+        receipt = self.receipts.get(request_id)
+        if receipt is not None:
+            self.receipts.finish(receipt, result)
+        self._finished.pop(request_id, trio.Event()).set()
 
     def lease_lost(self, session: Session) -> None:
         """Cancel the session's pane-targeted commands that are still running."""
@@ -339,11 +367,14 @@ class CommandService(CommandHandler):
             needed = LAUNCH_PROFILE if command.launch is not None else "launch-shell"
             if needed not in capabilities:
                 return rejected(NOT_ALLOWED)
+            due = ANSWER_BY.set(trio.current_time() + first_prompt.ANSWER_SECONDS)
             try:
-                return await self.backend.create(command)
+                return self._with_first_prompt(await self.backend.create(command))
             except Exception:  # pragma: no cover - a backend bug must not kill the host
                 logger.exception("create failed")
                 return unconfirmed()
+            finally:
+                ANSWER_BY.reset(due)
         assert (
             isinstance(command, AgentsInputCommand | AgentsDispatchCommand) and pane_id is not None
         )
@@ -359,6 +390,27 @@ class CommandService(CommandHandler):
         except Exception:  # pragma: no cover - a backend bug must not kill the host
             logger.exception("agent input failed")
             return cli_error(command.NAME, "SEND_FAILED", INPUT_UNCONFIRMED)
+
+    def _with_first_prompt(self, result: JSONValue) -> JSONValue:
+        """A create's answer, saying so when its first prompt is still under way."""
+        if self._first_prompts is None or not isinstance(result, dict):
+            return result
+        data = result.get("data")
+        target = data.get("target") if isinstance(data, dict) else None
+        pane = target.get("pane") if isinstance(target, dict) else None
+        pane_id = pane.get("id") if isinstance(pane, dict) else None
+        if not isinstance(data, dict) or not isinstance(pane_id, str):
+            return result
+        try:
+            pending, receipt_id = self._first_prompts.claim(UUID(pane_id))
+        except ValueError:
+            return result
+        if pending:
+            first: dict[str, JSONValue] = {"status": "pending"}
+            if receipt_id is not None:
+                first["receipt_id"] = str(receipt_id).upper()
+            data["first_prompt"] = first
+        return result
 
     async def _send(
         self, command: SendCommand, pane_id: UUID | None, authorized: Authorized

@@ -43,10 +43,11 @@ logger = logging.getLogger(__name__)
 #: ``HISTORY_UNAVAILABLE`` (Android gives up at 8 s and treats a later answer as
 #: fatal), while the read itself goes on in the background.
 HISTORY_SECONDS = 6.0
-#: The source read behind a snapshot (a big Herdr scrollback can take seconds).
-#: Above Herdr's own 15 s per-request limit, so that limit's precise error is
-#: what gets logged.
-HISTORY_READ_SECONDS = 20.0
+#: The source read behind a snapshot (a big Herdr scrollback can take seconds,
+#: and Herdr holds an ANSI read back while another client's text harvest runs,
+#: up to 20 s). Above the Herdr client's 30 s for such reads, so a slow read
+#: finishes for the next request, and that limit's precise error is what gets logged.
+HISTORY_READ_SECONDS = 35.0
 #: A read that finished after its askers were answered is kept this long for
 #: the next request for the pane (a retry a few seconds later gets it at once).
 HISTORY_KEEP_SECONDS = 30.0

@@ -17,6 +17,22 @@ describe it, quirks included:
 * protocols 16, 20 and 22 (``agent.send`` only at 16, ``agent.prompt`` from 17,
   ``pane.scroll`` only at 22), and an old server without ``session.snapshot``.
 
+And as the released program's source does it (herdrdev/herdr 0.8.2; the file
+is cited beside each behaviour below):
+
+* an ``agent.start`` launch that is pending for at least 3 s (recognised idle,
+  ``done`` in a background tab, meanwhile) before it is ``interactive_ready``,
+  both flags left out of the record while false; ``agent.prompt`` refused with
+  ``agent_not_ready`` until then; a launch whose agent exits (``agent_launch``);
+* a restart with session restore (``saved_session`` / ``restore=``) and a live
+  hand-off (``live_handoff``): the same public pane ids, every ``terminal_id`` new;
+* a text harvest (another client's ``recent`` text read of an idle agent on the
+  alternate screen with the mouse on) that holds every ANSI read of the pane
+  until it ends (``harvest_seconds``);
+* an observe program of another client protocol refused at its handshake, with
+  Herdr's words (``tests/fakes/herdr`` prints them and exits 1);
+* ``terminal_title_stripped``, ``display_agent`` and ``title`` as Herdr reports them.
+
 Every pane is a real program in a real PTY whose output feeds a libghostty
 :class:`~mirror_host.terminal.Screen` (which also answers the program's terminal
 queries). ``fake.observe`` (used by the fake ``herdr`` CLI next to this file)
@@ -86,7 +102,16 @@ from pyghostty.core import init_sized
 
 from mirror_host.terminal import Screen
 
-__all__ = ["PROTOCOLS", "FakeHerdr", "FrameEncoder", "encode_key", "main", "read_screen"]
+__all__ = [
+    "AGENT_START_SETTLE_SECONDS",
+    "PROTOCOLS",
+    "FakeHerdr",
+    "FrameEncoder",
+    "SavedSession",
+    "encode_key",
+    "main",
+    "read_screen",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +131,10 @@ _DEFAULT_RECENT_LINES = 80
 _PROMPT_ENTER_DELAY = 0.3
 _PROMPT_STALL_SECONDS = 5.0
 _OBSERVE_COLUMNS, _OBSERVE_ROWS = 120, 40
+#: A managed agent launch settles no sooner than this (AGENT_START_SETTLE_DELAY) and is
+#: dropped after its start timeout (DEFAULT_AGENT_START_TIMEOUT): src/app/agents.rs 0.8.2.
+AGENT_START_SETTLE_SECONDS = 3.0
+_AGENT_START_TIMEOUT_MS = 30_000
 
 # The method enum of Herdr 0.9.0 (protocol 22), in declaration order, as its
 # unknown-variant error lists it (live capture, herdr-gsd-core M0-H).
@@ -431,7 +460,7 @@ _PARAMS: dict[str, tuple[str, tuple[_Field, ...]]] = {
     "events.subscribe": ("EventsSubscribeParams", (_req("subscriptions", "subscriptions"),)),
     "fake.observe": (
         "FakeObserveParams",
-        (_req("target"), _opt("cols", "u16"), _opt("rows", "u16")),
+        (_req("target"), _opt("cols", "u16"), _opt("rows", "u16"), _opt("version", "u32")),
     ),
 }
 _UINT_MAX = {"u16": 0xFFFF, "u32": 0xFFFF_FFFF, "u64": 0xFFFF_FFFF_FFFF_FFFF}
@@ -1114,6 +1143,34 @@ class FrameEncoder:
 # ---------------------------------------------------------------- model
 
 
+#: What observers of a server handing off are told (src/server/headless.rs 0.8.2).
+_HANDOFF_REASON = "live update in progress; reconnect after handoff completes"
+
+
+def _version_refusal(client: int, server: int) -> str:
+    """check_client_version's words (src/protocol/wire.rs 0.8.2)."""
+    if client < server:
+        return (
+            f"client version {client} is older than server version {server}; "
+            "please upgrade your herdr client"
+        )
+    return (
+        f"client version {client} is newer than server version {server}; "
+        "please upgrade the herdr server"
+    )
+
+
+def _new_terminal_id() -> str:
+    """A fresh ``term_…`` id (TerminalId::alloc, src/terminal/id.rs 0.8.2: never reused,
+    not even for the same pane after a restart)."""
+    return f"term_{secrets.token_hex(7)}"
+
+
+def _pane_number(pane_id: str) -> int:
+    """The number of a public pane id ``w1:p3`` (3)."""
+    return int(pane_id.rpartition(":p")[2])
+
+
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
@@ -1125,15 +1182,22 @@ def _wait_for(process: subprocess.Popen[bytes], seconds: float) -> int | None:
         return None
 
 
-def _strip_title(title: str) -> str:
-    """``terminal_title_stripped``: without leading status glyphs (spinners, ✳ …)."""
-    index = 0
-    while index < len(title) and (
-        title[index].isspace()
-        or (ord(title[index]) > 127 and unicodedata.category(title[index])[0] == "S")
-    ):
-        index += 1
-    return title[index:].strip()
+#: Claude Code's activity glyphs (src/terminal/title.rs 0.8.2); braille spinners too.
+_ACTIVITY_GLYPHS = "·✢✳✶✻✽◐◓◑◒"
+
+
+def _strip_title(title: str) -> str | None:
+    """``terminal_title_stripped`` (stripped_terminal_title, src/terminal/title.rs 0.8.2):
+    one leading spinner or activity glyph followed by a space (or nothing) is
+    dropped; any other symbol stays. ``None`` for a blank title."""
+    title = title.strip()
+    if not title:
+        return None
+    first, rest = title[0], title[1:]
+    recognized = "\u2800" <= first <= "\u28ff" or first in _ACTIVITY_GLYPHS
+    if recognized and (not rest or rest[0].isspace()):
+        title = rest.strip()
+    return title or None
 
 
 @dataclass(eq=False)
@@ -1179,6 +1243,7 @@ class _Pane:
     interactive_ready: bool = False
     label: str | None = None
     title: str | None = None
+    display_agent: str | None = None
     terminal_title: str | None = None
     alive: bool = True
     started: bool = False
@@ -1241,6 +1306,43 @@ class _Delay:
         return self.when is None or self.when(params)
 
 
+@dataclass(frozen=True, slots=True)
+class _SavedPane:
+    pane_id: str
+    cwd: str
+    label: str | None
+    columns: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class _SavedTab:
+    number: int
+    label: str
+    panes: tuple[_SavedPane, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _SavedWorkspace:
+    workspace_id: str
+    label: str
+    cwd: str | None
+    tabs: tuple[_SavedTab, ...]
+    next_tab: int
+    next_pane: int
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSession:
+    """What Herdr keeps of a session across a restart (its session snapshot,
+    src/persist/snapshot.rs 0.8.2): workspace ids, tab numbers, public pane
+    numbers and the next free ones, labels and directories. No terminal ids and
+    no programs: a restored pane is a fresh shell (src/persist/restore.rs)."""
+
+    workspaces: tuple[_SavedWorkspace, ...]
+    focused: str | None
+
+
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -1262,7 +1364,11 @@ class FakeHerdr:
         protocol: int = 22,
         snapshot: bool = True,
         shell: str | Sequence[str] | None = None,
-        agent_ready_after: float | None = 0.5,
+        agent_ready_after: float | None = AGENT_START_SETTLE_SECONDS,
+        agent_detected_after: float = 0.5,
+        agent_launch: str = "ready",
+        restore: SavedSession | None = None,
+        harvest_seconds: float = 2.0,
     ) -> None:
         """
         Args:
@@ -1271,10 +1377,33 @@ class FakeHerdr:
             snapshot: ``False`` makes ``session.snapshot`` an unknown method.
             shell: the program of panes made by ``tab.create`` (default ``bash
                 --norc --noprofile``, or ``/bin/sh`` without bash).
-            agent_ready_after: seconds after ``agent.start`` until the agent
-                counts as started (``launch_pending`` off, ``interactive_ready``
-                on, status ``idle``); ``None`` leaves it pending.
+            agent_ready_after: seconds after ``agent.start`` until the launch
+                settles (Herdr's settle delay is 3 s: ``AGENT_START_SETTLE_DELAY``,
+                src/app/agents.rs 0.8.2); ``None`` leaves it pending until the
+                start timeout (``timeout_ms``, 30 s by default) clears it.
+            agent_detected_after: seconds after ``agent.start`` until the agent's
+                screen is recognised (``agent`` set, status ``done``: idle and not
+                yet seen), while the launch is still pending.
+            agent_launch: ``"ready"`` (the launch ends ``interactive_ready``) or
+                ``"exit"`` (the agent's process exits at that moment: the managed
+                launch and its name are dropped, and with the process gone its
+                screen names no agent; reconcile_managed_agent_at and
+                effective_agent_label, src/terminal/state.rs 0.8.2).
+            restore: a session saved by :meth:`saved_session` (Herdr's session
+                file): the same workspaces, tabs and public pane ids, each pane
+                a fresh shell in its saved directory under a **new**
+                ``terminal_id`` (src/persist/restore.rs 0.8.2), as after a Herdr
+                restart or a reboot.
+            harvest_seconds: how long a text harvest runs (below). Herdr's ends at
+                the top of the history or after 15 s, and its restore within 5 s
+                more (MAX_DURATION, MAX_RESTORE_DURATION, src/server/alt_screen_read.rs
+                0.8.2), so at most 20.
         """
+        if not 0 <= harvest_seconds <= 20:
+            raise ValueError("a harvest lasts at most 15 + 5 seconds")
+        self.harvest_seconds = harvest_seconds
+        if agent_launch not in ("ready", "exit"):
+            raise ValueError("agent_launch must be 'ready' or 'exit'")
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}")
         self.socket_path = os.fspath(socket_path)
@@ -1282,6 +1411,8 @@ class FakeHerdr:
         self.version = _VERSIONS[protocol]
         self.snapshot_supported = snapshot
         self.agent_ready_after = agent_ready_after
+        self.agent_detected_after = agent_detected_after
+        self.agent_launch = agent_launch
         if shell is None:
             bash = "/bin/bash" if os.path.exists("/bin/bash") else None
             self._shell = [bash, "--norc", "--noprofile"] if bash else ["/bin/sh"]
@@ -1292,6 +1423,13 @@ class FakeHerdr:
         self._subscription_types = _subscription_types(protocol)
         #: Every request that decoded as a JSON object, in arrival order.
         self.requests: list[dict[str, Any]] = []
+        #: ``agent.start`` requests that started a launch; ``agent.prompt`` texts
+        #: accepted, as ``(pane_id, text)``.
+        self.launches = 0
+        self.prompts: list[tuple[str, str]] = []
+        #: Text harvests begun, and ANSI reads that had to wait for one.
+        self.harvests_started = 0
+        self.deferred_reads = 0
         self._workspaces: dict[str, _Workspace] = {}
         self._tabs: dict[str, _Tab] = {}
         self._panes: dict[str, _Pane] = {}
@@ -1314,6 +1452,11 @@ class FakeHerdr:
         self._socket_identity: tuple[int, int] | None = None
         # One blocked thread per live pane waits for its program (not polling).
         self._waiters = trio.CapacityLimiter(10_000)
+        #: Text harvests under way (terminal id → set when it ends): an ANSI read of
+        #: that terminal waits for it (AltScreenReadConflict::Defer).
+        self._harvests: dict[str, trio.Event] = {}
+        if restore is not None:
+            self._restore(restore)
         self._handlers: dict[str, Handler] = {
             "ping": self._ping,
             "session.snapshot": self._session_snapshot,
@@ -1416,10 +1559,14 @@ class FakeHerdr:
         pane.agent_name = name
         self._emit("pane_updated", {"pane": self._pane_info(pane)})
 
-    def set_pane_title(self, pane_id: str, title: str | None) -> None:
-        """Set ``PaneInfo.title`` (an integration-reported title)."""
+    def set_pane_title(
+        self, pane_id: str, title: str | None, *, display_agent: str | None = None
+    ) -> None:
+        """Set ``PaneInfo.title`` and ``display_agent`` (what an integration reports
+        through ``pane.report_metadata``)."""
         pane = self._live_pane(pane_id)
         pane.title = title
+        pane.display_agent = display_agent
         self._emit("pane_updated", {"pane": self._pane_info(pane)})
 
     def move_pane(self, pane_id: str, tab_id: str) -> str:
@@ -1465,6 +1612,96 @@ class FakeHerdr:
         """Close a pane as ``pane.close`` does: kill its programs, emit ``pane.closed``."""
         pane = self._live_pane(pane_id)
         await self._close(pane)
+
+    def saved_session(self) -> SavedSession:
+        """The session as Herdr saves it for the next start (see :class:`SavedSession`)."""
+        workspaces = []
+        for workspace in self._workspaces.values():
+            tabs = tuple(
+                _SavedTab(
+                    tab.number,
+                    tab.label,
+                    tuple(
+                        _SavedPane(p.pane_id, p.directories()[0], p.label, p.columns, p.rows)
+                        for p in tab.panes
+                    ),
+                )
+                for tab in workspace.tabs
+            )
+            workspaces.append(
+                _SavedWorkspace(
+                    workspace.workspace_id,
+                    workspace.label,
+                    workspace.cwd,
+                    tabs,
+                    workspace.next_tab,
+                    workspace.next_pane,
+                )
+            )
+        focused = self._focused_workspace
+        return SavedSession(tuple(workspaces), focused.workspace_id if focused else None)
+
+    def restarted(self) -> FakeHerdr:
+        """The server Herdr is when it starts again with this session restored: the same
+        settings, the same public ids, new terminals. Call it before :meth:`stop`; then
+        ``await nursery.start(new.serve)`` (the old one must have stopped)::
+
+            second = fake.restarted()
+            await fake.stop()
+            await nursery.start(second.serve)
+        """
+        return FakeHerdr(
+            self.socket_path,
+            protocol=self.protocol,
+            snapshot=self.snapshot_supported,
+            shell=self._shell,
+            agent_ready_after=self.agent_ready_after,
+            agent_detected_after=self.agent_detected_after,
+            agent_launch=self.agent_launch,
+            restore=self.saved_session(),
+            harvest_seconds=self.harvest_seconds,
+        )
+
+    def _restore(self, saved: SavedSession) -> None:
+        """restore_workspace / restore_tab (src/persist/restore.rs 0.8.2): ids and
+        numbers as saved, every pane a fresh shell in its saved directory with a
+        new terminal id; the next numbers never fall below the saved ones."""
+        for saved_workspace in saved.workspaces:
+            workspace = _Workspace(saved_workspace.workspace_id, saved_workspace.label,
+                                   saved_workspace.cwd)  # fmt: skip
+            workspace.next_tab = saved_workspace.next_tab
+            workspace.next_pane = saved_workspace.next_pane
+            self._workspaces[workspace.workspace_id] = workspace
+            for saved_tab in saved_workspace.tabs:
+                tab = _Tab(f"{workspace.workspace_id}:t{saved_tab.number}", workspace,
+                           saved_tab.number, saved_tab.label)  # fmt: skip
+                workspace.tabs.append(tab)
+                self._tabs[tab.tab_id] = tab
+                workspace.active_tab = workspace.active_tab or tab
+                for saved_pane in saved_tab.panes:
+                    cwd = saved_pane.cwd if os.path.isdir(saved_pane.cwd) else None
+                    pane = self._spawn(tab, list(self._shell), saved_pane.columns,
+                                       saved_pane.rows, cwd, None, None,
+                                       pane_id=saved_pane.pane_id)  # fmt: skip
+                    pane.label = saved_pane.label
+        self._focused_workspace = self._workspaces.get(saved.focused or "")
+        if self._focused_workspace is None and self._workspaces:
+            self._focused_workspace = next(iter(self._workspaces.values()))
+        # reserve_workspace_ids (src/workspace.rs 0.8.2): the next workspace id follows
+        # the highest one restored, so the id of a workspace closed before the
+        # restart can be given out again.
+        numbers = [int(w.lstrip("w")) for w in self._workspaces if w.lstrip("w").isdigit()]
+        self._next_workspace = max(numbers, default=0) + 1
+
+    def live_handoff(self) -> None:
+        """``server.live_handoff``: a new server takes the panes over, programs and
+        screens included, under new terminal ids (restore_handoff allocates them,
+        src/persist/restore.rs 0.8.2); public ids stay. Observers are told to
+        reconnect (src/server/headless.rs 0.8.2)."""
+        for pane in self._panes.values():
+            pane.terminal_id = _new_terminal_id()
+            pane.notify()
+            self._emit("pane_updated", {"pane": self._pane_info(pane)})
 
     def pane_screen(self, pane_id: str) -> Screen:
         """The libghostty screen of a live pane."""
@@ -1641,9 +1878,10 @@ class FakeHerdr:
         cwd: str | None,
         env: Mapping[str, str] | None,
         terminal_id: str | None,
+        pane_id: str | None = None,
     ) -> _Pane:
         workspace = tab.workspace
-        pane_id = f"{workspace.workspace_id}:p{workspace.next_pane}"
+        pane_id = pane_id or f"{workspace.workspace_id}:p{workspace.next_pane}"
         start_dir = cwd or workspace.cwd or os.getcwd()
         master_fd, slave_fd = os.openpty()
         fcntl.ioctl(slave_fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -1674,7 +1912,7 @@ class FakeHerdr:
             os.close(slave_fd)
             raise
         os.close(slave_fd)
-        workspace.next_pane += 1
+        workspace.next_pane = max(workspace.next_pane, _pane_number(pane_id) + 1)
         replies = trio.open_memory_channel[bytes](_REPLY_QUEUE)
 
         def reply(data: bytes) -> None:
@@ -1684,7 +1922,7 @@ class FakeHerdr:
 
         pane = _Pane(
             pane_id=pane_id,
-            terminal_id=terminal_id or f"term_{secrets.token_hex(7)}",
+            terminal_id=terminal_id or _new_terminal_id(),
             tab=tab,
             argv=argv,
             columns=columns,
@@ -1904,29 +2142,38 @@ class FakeHerdr:
         cwd, foreground = pane.directories()
         info["cwd"] = cwd
         info["foreground_cwd"] = foreground
-        if pane.agent:
-            info["agent"] = pane.agent
         if pane.label is not None:
             info["label"] = pane.label
+        info.update(self._presentation(pane))
+        info["agent_status"] = pane.agent_status
+        info["scroll"] = _scroll_info(pane.screen)
+        info["revision"] = 0
+        return info
+
+    @staticmethod
+    def _presentation(pane: _Pane) -> dict[str, Any]:
+        """``agent``, ``title``, ``terminal_title``, ``terminal_title_stripped`` and
+        ``display_agent``, each left out when absent (PaneInfo and AgentInfo,
+        src/api/schema/panes.rs and agents.rs 0.8.2)."""
+        info: dict[str, Any] = {}
+        if pane.agent:
+            info["agent"] = pane.agent
         if pane.title is not None:
             info["title"] = pane.title
         if pane.terminal_title:
             info["terminal_title"] = pane.terminal_title
-            info["terminal_title_stripped"] = _strip_title(pane.terminal_title)
-        info["agent_status"] = pane.agent_status
-        info["scroll"] = _scroll_info(pane.screen)
-        info["revision"] = 0
+            stripped = _strip_title(pane.terminal_title)
+            if stripped is not None:
+                info["terminal_title_stripped"] = stripped
+        if pane.display_agent is not None:
+            info["display_agent"] = pane.display_agent
         return info
 
     def _agent_info(self, pane: _Pane) -> dict[str, Any]:
         info: dict[str, Any] = {"terminal_id": pane.terminal_id}
         if pane.agent_name:
             info["name"] = pane.agent_name
-        if pane.agent:
-            info["agent"] = pane.agent
-        if pane.terminal_title:
-            info["terminal_title"] = pane.terminal_title
-            info["terminal_title_stripped"] = _strip_title(pane.terminal_title)
+        info.update(self._presentation(pane))
         info.update(
             agent_status=pane.agent_status,
             workspace_id=pane.workspace.workspace_id,
@@ -1935,10 +2182,12 @@ class FakeHerdr:
             focused=self._is_focused(pane),
         )
         if self.protocol >= 17:
-            if pane.interactive_ready:
-                info["interactive_ready"] = True
+            # serde's skip_serializing_if = "is_false" (src/api/schema/agents.rs 0.8.2):
+            # a false flag is left out, never sent as false.
             if pane.launch_pending:
                 info["launch_pending"] = True
+            if pane.interactive_ready:
+                info["interactive_ready"] = True
             info["state_change_seq"] = pane.state_change_seq
         cwd, foreground = pane.directories()
         info["cwd"] = cwd
@@ -2104,6 +2353,7 @@ class FakeHerdr:
         if method == "fake.observe":
             await self._observe(stream, params)
             return
+        await self._harvest_done(method, params)
         handler = self._handlers.get(method)
         try:
             if handler is None:
@@ -2244,11 +2494,19 @@ class FakeHerdr:
         target: str = params["target"]
         columns = max(1, params.get("cols") or _OBSERVE_COLUMNS)
         rows = max(1, params.get("rows") or _OBSERVE_ROWS)
+        version = params.get("version")
+        if version is not None and version != self.protocol:
+            # The binary handshake: a client of another protocol is refused
+            # (check_client_version, src/protocol/wire.rs 0.8.2).
+            refusal = {"version": self.protocol, "error": _version_refusal(version, self.protocol)}
+            await self._send(stream, _dumps({"rejected": refusal}))
+            return
         pane = self._terminal_target(target)
         if pane is None:
             reason = f"terminal session observe failed: terminal target {target} not found"
             await self._send(stream, _dumps({"closed": reason}))
             return
+        observed = pane.terminal_id
         encoder = FrameEncoder(columns, rows)
         seq = 0
         self._observers += 1
@@ -2259,6 +2517,10 @@ class FakeHerdr:
                     changed = pane.changed
                     if self._stopping:
                         await self._send(stream, _dumps({"closed": None}))
+                        break
+                    if pane.terminal_id != observed:
+                        # A live handoff: the old server tells its clients to come back.
+                        await self._send(stream, _dumps({"closed": _HANDOFF_REASON}))
                         break
                     if not pane.alive:
                         reason = f"terminal attach ended: terminal {pane.terminal_id} not found"
@@ -2411,8 +2673,58 @@ class FakeHerdr:
         pane = self._pane(params["pane_id"])
         source: str = params["source"]
         fmt: str = params.get("format") or "text"
-        text, truncated = read_screen(pane.screen, source, fmt, params.get("lines"))
+        lines: int | None = params.get("lines")
+        if self._harvests_on_read(pane, source, fmt, lines):
+            return await self._harvest(pane, source, lines)
+        text, truncated = read_screen(pane.screen, source, fmt, lines)
         return {"type": "pane_read", "read": self._read_record(pane, source, fmt, text, truncated)}
+
+    def _harvests_on_read(self, pane: _Pane, source: str, fmt: str, lines: int | None) -> bool:
+        """Whether this read starts a text harvest (alt_screen_read_spec,
+        src/server/headless.rs 0.8.2): ``recent`` text of an idle, recognised
+        agent on the alternate screen with mouse reporting on, asking for more
+        lines than the screen shows, none under way for the terminal already."""
+        wanted = min(_DEFAULT_RECENT_LINES if lines is None else lines, _MAX_READ_LINES)
+        return (
+            fmt == "text"
+            and source in ("recent", "recent_unwrapped")
+            and wanted > pane.screen.size[1]
+            and pane.agent is not None
+            and pane.agent_status in ("idle", "done")
+            and pane.screen.on_alternate_screen
+            and pane.screen.mouse_captured
+            and pane.terminal_id not in self._harvests
+        )
+
+    async def _harvest(self, pane: _Pane, source: str, lines: int | None) -> dict[str, Any]:
+        """Herdr scrolls the agent with its mouse wheel to collect history, then
+        scrolls it back (src/server/alt_screen_read.rs 0.8.2); this fake only takes
+        the time. Meanwhile ANSI reads of the terminal wait (:meth:`_harvest_done`)."""
+        self._harvests[pane.terminal_id] = ended = trio.Event()
+        self.harvests_started += 1
+        try:
+            await trio.sleep(self.harvest_seconds)
+            text, truncated = read_screen(pane.screen, source, "text", lines)
+        finally:
+            del self._harvests[pane.terminal_id]
+            ended.set()
+        return {
+            "type": "pane_read",
+            "read": self._read_record(pane, source, "text", text, truncated),
+        }
+
+    async def _harvest_done(self, method: str, params: Mapping[str, Any]) -> None:
+        """Hold an ANSI ``pane.read`` of a terminal whose text harvest runs until it
+        ends (AltScreenReadConflict::Defer, src/server/headless.rs 0.8.2: requeued
+        on every pass of the main loop until the harvest is over). A text read is
+        answered at once (from the screen as the harvest began: ``Frozen``)."""
+        if method != "pane.read" or params.get("format") != "ansi":
+            return
+        while (pane := self._panes.get(params["pane_id"])) is not None and (
+            ended := self._harvests.get(pane.terminal_id)
+        ) is not None:
+            self.deferred_reads += 1
+            await ended.wait()
 
     async def _pane_send_text(self, params: dict[str, Any]) -> dict[str, Any]:
         pane = self._pane(params["pane_id"])
@@ -2482,16 +2794,20 @@ class FakeHerdr:
         return {"type": "ok"}
 
     async def _agent_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        # The order of Herdr's checks (handle_agent_prompt, src/app/api/agents.rs 0.8.2):
+        # an empty text, the target, a blocked agent, no agent recognised on its
+        # screen, then a launch still pending.
         target: str = params["target"]
-        pane = self._agent_target(target)
-        if not (pane.agent or pane.agent_name) or pane.launch_pending:
-            raise _ApiError("agent_not_ready", f"agent {target} is not an active named agent")
         if not params["text"]:
             raise _ApiError("empty_agent_prompt", "agent prompt must not be empty")
+        pane = self._agent_target(target)
         if pane.agent_status == "blocked":
             raise _ApiError(
                 "agent_blocked", f"agent {target} is blocked and requires interactive input"
             )
+        if pane.agent is None or pane.launch_pending:
+            raise _ApiError("agent_not_ready", f"agent {target} is not an active named agent")
+        self.prompts.append((pane.pane_id, params["text"]))
         result = {"type": "agent_prompted", "agent": self._agent_info(pane)}
         seq, status = pane.state_change_seq, pane.agent_status
         await self._write(pane, self._paste(pane, params["text"]))
@@ -2552,6 +2868,8 @@ class FakeHerdr:
         return {"type": "agent_list", "agents": [self._agent_info(p) for p in panes]}
 
     async def _agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        # start_agent's order of checks (src/app/agents.rs 0.8.2): the name, the
+        # name taken, the pane, a pane that is not a free shell, then the timeout.
         name: str = params["name"]
         kind: str = params["kind"]
         if not _AGENT_NAME.fullmatch(name):
@@ -2560,16 +2878,6 @@ class FakeHerdr:
                 "agent name must start with a lowercase letter and contain only lowercase "
                 "letters, digits, '-' or '_' (1-32 characters)",
             )
-        timeout = params.get("timeout_ms")
-        if timeout is not None and not 3000 < timeout <= 300_000:
-            raise _ApiError(
-                "invalid_agent_timeout",
-                "agent start timeout must be greater than 3000ms and at most 300000ms",
-            )
-        pane_id: str = params["pane_id"]
-        pane = self._panes.get(pane_id)
-        if pane is None:
-            raise _ApiError("agent_pane_not_found", f"agent target pane {pane_id} not found")
         taken = next((p for p in self._panes.values() if p.agent_name == name), None)
         if taken is not None:
             raise _ApiError(
@@ -2577,35 +2885,84 @@ class FakeHerdr:
                 f"agent name {name} is already used; candidates: "
                 f"terminal_id={taken.terminal_id} pane_id={taken.pane_id}",
             )
+        pane_id: str = params["pane_id"]
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            raise _ApiError("agent_pane_not_found", f"agent target pane {pane_id} not found")
         if pane.agent or pane.agent_name:
             raise _ApiError(
                 "agent_pane_busy", f"agent target pane {pane_id} is not an available shell"
             )
+        timeout = params.get("timeout_ms")
+        if timeout is not None and not 3000 < timeout <= 300_000:
+            raise _ApiError(
+                "invalid_agent_timeout",
+                "agent start timeout must be greater than 3000ms and at most 300000ms",
+            )
         argv = [kind.lower(), *params.get("args", [])]
-        pane.agent = kind.lower()
+        # begin_managed_agent (src/terminal/state.rs 0.8.2): the name is taken at
+        # once (an agent terminal from now on), the launch is pending; what runs
+        # is recognised on its screen later. ``agent`` stays absent until then.
         pane.agent_name = name
         pane.launch_pending = True
         pane.interactive_ready = False
+        self.launches += 1
         await self._write(pane, shlex.join(argv).encode() + b"\r")
         self._emit("pane_updated", {"pane": self._pane_info(pane)})
-        if self.agent_ready_after is not None:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._agent_ready_later, pane)
+        assert self._nursery is not None
+        seconds = (timeout if timeout is not None else _AGENT_START_TIMEOUT_MS) / 1000
+        self._nursery.start_soon(self._managed_launch, pane, name, kind.lower(), seconds)
         return {"type": "agent_started", "agent": self._agent_info(pane), "argv": argv}
 
-    async def _agent_ready_later(self, pane: _Pane) -> None:
-        assert self.agent_ready_after is not None
-        await trio.sleep(self.agent_ready_after)
-        if not pane.alive or not pane.launch_pending:
+    def _seen_status(self, pane: _Pane) -> str:
+        """An idle agent's status: ``done`` until its pane is looked at (pane_agent_status,
+        src/app/api_helpers.rs 0.8.2); a background tab's pane is not."""
+        return "idle" if self._is_focused(pane) else "done"
+
+    async def _managed_launch(self, pane: _Pane, name: str, kind: str, timeout: float) -> None:
+        """reconcile_managed_agent_at (src/terminal/state.rs 0.8.2) on a clock.
+
+        The agent is recognised idle after ``agent_detected_after`` (the launch
+        still pending: ``launch_pending`` on, ``interactive_ready`` left out);
+        once the settle delay (``agent_ready_after``) has passed it becomes
+        active (``interactive_ready`` on, ``launch_pending`` left out). Past the
+        start deadline, or with ``agent_launch="exit"``, the managed launch is
+        dropped instead (clear_agent_name): no name, neither flag; an agent that
+        exited is no longer recognised either (``recent_agent_process_exit``).
+        """
+        started = trio.current_time()
+        deadline = started + timeout
+        detect_at = started + self.agent_detected_after
+        settle = self.agent_ready_after
+        ready_at = deadline if settle is None else max(started + settle, detect_at)
+
+        def still_launching() -> bool:
+            return pane.alive and pane.agent_name == name and pane.launch_pending
+
+        await trio.sleep_until(min(detect_at, deadline))
+        if not still_launching():
+            return
+        if detect_at < deadline:
+            pane.agent = kind
+            pane.agent_status = self._seen_status(pane)
+            pane.state_change_seq += 1
+            self._status_changed(pane)
+        await trio.sleep_until(min(ready_at, deadline))
+        if not still_launching():
             return
         pane.launch_pending = False
-        pane.interactive_ready = True
-        if pane.agent_status != "idle":
-            pane.agent_status = "idle"
+        if ready_at < deadline and self.agent_launch == "ready":
+            pane.interactive_ready = True
+        else:
+            pane.agent_name = None
+        if self.agent_launch == "exit":
+            pane.agent = None
+            pane.agent_status = "unknown"
             pane.state_change_seq += 1
             self._status_changed(pane)
         else:
             self._emit("pane_updated", {"pane": self._pane_info(pane)})
+        pane.notify()
 
 
 # ---------------------------------------------------------------- by hand

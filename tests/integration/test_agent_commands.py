@@ -12,8 +12,10 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import login
+from mirror_host.commands import first_prompt
 from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.config import Profile
+from mirror_host.wire import TextFramePacket
 from tests.integration.agent_helpers import (
     FakeAgent,
     bracketed,
@@ -23,6 +25,7 @@ from tests.integration.agent_helpers import (
     submissions_after,
 )
 from tests.integration.conftest import paired, port_of
+from tests.integration.mirror_helpers import subscribe
 from tests.integration.test_agent_input import KINDS, phone_on, rig
 
 pytestmark = pytest.mark.timeout(120)
@@ -187,6 +190,54 @@ async def test_create_a_shell_and_an_agent_with_its_first_prompt(
             )
             assert missing["error"]["code"] == "PROFILE_NOT_FOUND"
         assert setup.agent.received() == b""  # nothing reached the first agent
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
+async def test_a_create_is_answered_in_time_and_its_first_prompt_follows(
+    state_dir: Path, repo: Path, claude_bin: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent not ready by the create's deadline: the phone has its answer (``ok``, the
+    prompt pending, a receipt id), the prompt goes in once the agent is ready, and the
+    receipt on the new pane says so, as for agent input."""
+    monkeypatch.setattr(first_prompt, "ANSWER_SECONDS", 3.0)
+    launched = FakeAgent(state_dir / "launched", "launched")
+    launched.set(state="working")  # busy from the start: no empty input box yet
+    profile = Profile(
+        id="fake", name="Fake Claude", agent=str(claude_bin), args=tuple(launched.arguments())
+    )
+    async with rig(kind, state_dir, cwd=repo, profiles=(profile,)) as setup:
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            started = trio.current_time()
+            created = await command(
+                client,
+                c.CreateCommand(
+                    resource="tab",
+                    worktree_id=str(repo),
+                    launch=c.Launch(profile="fake", prompt="first task"),
+                    background=True,
+                ),
+            )
+            assert trio.current_time() - started < 10
+            pane = uuid.UUID(await new_pane_id(created))
+            pending = created["data"]["first_prompt"]
+            assert pending["status"] == "pending", created
+            receipt_id = uuid.UUID(pending["receipt_id"])
+            assert launched.submissions() == []
+            sub = await subscribe(client, pane, c.Representation.TEXT)
+            launched.set(state="idle")
+            await client.send(c.CommandReceipt(subscription_id=sub, command_receipt_id=receipt_id))
+            with trio.fail_after(40):
+                while not isinstance(item := await client.receive(timeout=40), c.CommandResult):
+                    if isinstance(item, TextFramePacket):
+                        await client.send(
+                            c.Acknowledge(sequence=item.sequence, subscription_id=sub)
+                        )
+            assert item.command_response.request_id == receipt_id
+            response = item.command_response.response
+            assert response["ok"] is True and response["command"] == "agents.input", response
+        assert await submissions_after(launched, 1) == [{"prompt": "first task", "state": "idle"}]
+        assert await received_settles(launched) == bracketed("first task") + b"\r"
 
 
 @pytest.mark.parametrize("kind", KINDS)

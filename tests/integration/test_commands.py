@@ -107,7 +107,7 @@ async def agent_lease(
     host: Host, fake: FakeHerdr, pane: str, name: str = "Phone"
 ) -> tuple[Any, UUID]:
     credential = await paired(host, name)
-    return credential, pane_uuid(fake.terminal_id(pane))
+    return credential, pane_uuid(fake.socket_path, pane)
 
 
 async def test_list_and_profiles(
@@ -134,7 +134,7 @@ async def test_list_and_profiles(
             data = result["data"]
             assert data["count"] == 2 == len(data["items"])
             first = data["items"][0]
-            assert first["pane"]["id"] == str(pane_uuid(fake.terminal_id(ids["agent"]))).upper()
+            assert first["pane"]["id"] == str(pane_uuid(fake.socket_path, ids["agent"])).upper()
             assert first["pane"]["agent"] == "claude" and first["task"] == {"status": "idle"}
             assert "agent" not in data["items"][1]["pane"]
             assert set(first["worktree"]) == {"id", "name", "path", "root_path", "kind"}
@@ -344,7 +344,7 @@ async def test_agent_input_on_an_old_server_types_nothing_once_the_lease_is_lost
     async with command_host(state_dir, protocol=16) as (host, fake, ids):
         backend = host.hub.commands.backend
         assert isinstance(backend, HerdrCommands)
-        pane = pane_uuid(fake.terminal_id(ids["agent"]))
+        pane = pane_uuid(fake.socket_path, ids["agent"])
         before = fake.received_input(ids["agent"])
 
         def authorized() -> bool:
@@ -372,7 +372,7 @@ async def test_blocked_or_agentless_panes_get_nothing(state_dir: Path) -> None:
             assert result["ok"] is False and result["error"]["code"] == "DISPATCH_TARGET_BUSY"
             await trio.sleep(0.5)
             assert fake.received_input(ids["agent"]) == before
-        shell = pane_uuid(fake.terminal_id(ids["shell"]))
+        shell = pane_uuid(fake.socket_path, ids["shell"])
         async with login("127.0.0.1", port_of(host), credential) as phone:
             sub = await subscribe(phone, shell, c.Representation.TEXT)
             await next_frame(phone, sub)
@@ -604,7 +604,7 @@ async def test_a_takeover_while_the_echo_is_awaited_leaves_an_unconfirmed_receip
 async def test_targeted_command_for_another_pane_closes(state_dir: Path) -> None:
     async with command_host(state_dir) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
-        other = pane_uuid(fake.terminal_id(ids["shell"]))
+        other = pane_uuid(fake.socket_path, ids["shell"])
         async with login("127.0.0.1", port_of(host), credential) as phone:
             sub = await subscribe(phone, pane, c.Representation.TEXT)
             await next_frame(phone, sub)

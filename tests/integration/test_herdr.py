@@ -88,7 +88,7 @@ async def test_list_subscribe_and_echo(state_dir: Path, observe: bool) -> None:
         async with herdr_host(state_dir, fake, observe=observe) as (_host, client, source):
             panes = (await list_panes(client)).panes
             assert [p.title for p in panes] == ["api · agents · Shell"]
-            assert panes[0].id == pane_uuid(fake.terminal_id(pane_id))
+            assert panes[0].id == pane_uuid(fake.socket_path, pane_id)
             health = source.health()
             assert health["state"] == "following" and "(protocol 22)" in health["detail"]
             reads_before = len(fake.requests_for("pane.read"))
@@ -143,8 +143,8 @@ async def test_herdr_restart_keeps_surviving_panes(state_dir: Path) -> None:
             keeper = await paired(host, "Keeper")
             loser = await paired(host, "Loser")
             async with login("127.0.0.1", port, keeper) as a, login("127.0.0.1", port, loser) as b:
-                sub_a = await subscribe(a, pane_uuid("term_survivor"))
-                sub_b = await subscribe(b, pane_uuid("term_doomed"))
+                sub_a = await subscribe(a, pane_uuid(str(socket), survivor))
+                sub_b = await subscribe(b, pane_uuid(str(socket), doomed))
                 await next_frame(a, sub_a)
                 await next_frame(b, sub_b)
                 await first.stop()  # Herdr goes away (both panes' processes end)

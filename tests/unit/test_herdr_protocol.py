@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -13,12 +14,15 @@ from mirror_host.panes.herdr.protocol import (
     HerdrPaneNotFound,
     HerdrUnknownMethod,
     ScrollChange,
+    Snapshot,
     decode_reply,
     encode_request,
     frame_from_rows,
     grid_size,
     pane_labels,
+    pane_name,
     pane_uuid,
+    parse_pane,
     parse_scroll_changed,
     parse_snapshot,
     resolve_socket_path,
@@ -91,9 +95,13 @@ SNAPSHOT = {
 }  # fmt: skip
 
 
+def _ids(snapshot: Snapshot) -> dict[str, UUID]:
+    return {p.terminal_id: pane_uuid("/h.sock", p.pane_id) for p in snapshot.panes}
+
+
 def test_labels_follow_array_order_and_name_agents() -> None:
     snapshot = parse_snapshot(**SNAPSHOT)  # type: ignore[arg-type]
-    labelled = pane_labels(snapshot)
+    labelled = pane_labels(snapshot, _ids(snapshot))
     titles = [info.title for _, info in labelled]
     # Tabs in array order (t2 before t1), never sorted by number.
     assert titles == [
@@ -102,12 +110,46 @@ def test_labels_follow_array_order_and_name_agents() -> None:
         "api · 1 · Shell",
     ]
     first = labelled[0][1]
-    assert first.id == pane_uuid("term_a") and first.directory == "/src/api"
-    assert first.project_name == "api" and first.subtitle == "agents · Claude · Pane 1"
+    assert first.id == pane_uuid("/h.sock", "w2:p1") and first.directory == "/src/api"
+    # What the agent does, in Herdr's words, after the name.
+    assert first.project_name == "api" and first.subtitle == "agents · Claude · Pane 1 · working"
+    assert labelled[1][1].subtitle == "agents · Shell · Pane 2"  # a shell says nothing more
 
 
-def test_ids_are_stable_across_moves() -> None:
-    assert pane_uuid("term_a") == pane_uuid("term_a") != pane_uuid("term_b")
+def test_ids_come_from_the_session_and_the_public_pane_id() -> None:
+    assert pane_uuid("/h.sock", "w1:p1") == pane_uuid("/h.sock", "w1:p1")
+    assert pane_uuid("/h.sock", "w1:p1") != pane_uuid("/h.sock", "w1:p2")
+    assert pane_uuid("/h.sock", "w1:p1") != pane_uuid("/other.sock", "w1:p1")
+    reused = pane_uuid("/h.sock", "w1:p1", terminal_id="term_b")
+    assert reused != pane_uuid("/h.sock", "w1:p1") and reused == pane_uuid(
+        "/h.sock", "w1:p1", terminal_id="term_b"
+    )
+
+
+def test_titles_and_status_words_from_herdr() -> None:
+    record = {"pane_id": "w1:p1", "terminal_id": "t", "workspace_id": "w1", "tab_id": "w1:t1",
+              "focused": False, "agent_status": "done", "revision": 0, "agent": "claude",
+              "terminal_title": "\u2733 Fix\nthe bug", "terminal_title_stripped": "Fix\nthe bug"}  # fmt: skip
+    snapshot = parse_snapshot(
+        workspaces=[{"workspace_id": "w1", "label": "api"}],
+        tabs=[{"tab_id": "w1:t1", "workspace_id": "w1", "label": "agents"}],
+        panes=[record],
+    )
+    ((pane, info),) = pane_labels(snapshot, _ids(snapshot))
+    assert pane.terminal_title == "Fix the bug"  # one line, whatever the program set
+    assert pane_name(pane) == "Fix the bug"
+    assert info.title == "api · agents · Fix the bug"
+    assert info.subtitle == "agents · Fix the bug · Claude · done"
+    titled = parse_pane({**record, "title": "Review", "display_agent": "Claude Code",
+                         "agent_status": "unknown"})  # fmt: skip
+    assert titled is not None and pane_name(titled) == "Review"
+    ((_, unknown),) = pane_labels(
+        parse_snapshot(workspaces=[], tabs=[], panes=[{**record, "agent_status": "unknown",
+                                                       "display_agent": "Claude Code"}]),
+        {"t": pane_uuid("/h.sock", "w1:p1")},
+    )  # fmt: skip
+    assert unknown.subtitle == "w1:t1 · Fix the bug · Claude Code"  # "unknown" says nothing
+    assert pane_labels(snapshot, {}) == []  # a pane without an id is not listed
 
 
 def test_grid_size_from_layout_and_rows() -> None:

@@ -36,6 +36,7 @@ PURE_MODULES = [
     "mirror_host.capture.styled",
     "mirror_host.capture.values",
     "mirror_host.panes.herdr.protocol",
+    "mirror_host.panes.herdr.identity",
     "mirror_host.panes.agliteterm.cells",
     "mirror_host.panes.agliteterm.protocol",
     "mirror_host.panes.agliteterm.render",

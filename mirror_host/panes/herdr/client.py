@@ -23,13 +23,18 @@ from mirror_host.panes.herdr.protocol import decode_reply, encode_request
 from mirror_host.panes.lines import LineSplitter, LineTooLong
 from mirror_host.streams import STREAM_GONE
 
-__all__ = ["MAX_LINE_BYTES", "HerdrClient", "LineReader"]
+__all__ = ["MAX_LINE_BYTES", "READ_SECONDS", "HerdrClient", "LineReader"]
 
 logger = logging.getLogger(__name__)
 
 #: A 1000-row ANSI read of a wide pane can reach several MiB.
 MAX_LINE_BYTES = 32 * 1024 * 1024
 _TIMEOUT_SECONDS = 15.0
+#: An ANSI ``pane.read``: Herdr holds it while another client's text harvest of
+#: the pane runs, up to 15 s and 5 more to scroll back (MAX_DURATION and
+#: MAX_RESTORE_DURATION, src/server/alt_screen_read.rs; AltScreenReadConflict::Defer
+#: in src/server/headless.rs, 0.8.2). Slow, not failed: wait for it with room to spare.
+READ_SECONDS = 30.0
 
 
 class HerdrClient:
@@ -55,8 +60,14 @@ class HerdrClient:
         except OSError as exc:
             raise PaneSourceUnavailable(f"cannot reach Herdr at {self.socket_path}: {exc}") from exc
 
-    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """One request, one reply.
+    async def call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One request, one reply, within ``timeout`` (the client's own by default).
 
         Raises:
             PaneSourceUnavailable: Herdr is not running (or went away mid-call).
@@ -64,7 +75,8 @@ class HerdrClient:
             PaneSourceError: the reply was malformed or too slow.
         """
         self.requests += 1
-        with trio.move_on_after(self.timeout) as deadline:
+        seconds = self.timeout if timeout is None else timeout
+        with trio.move_on_after(seconds) as deadline:
             stream = await self._connect()
             async with stream:
                 try:
@@ -75,7 +87,7 @@ class HerdrClient:
                         f"Herdr closed the connection during {method}"
                     ) from exc
         if deadline.cancelled_caught:
-            raise PaneSourceError(f"Herdr did not answer {method} within {self.timeout:g} s")
+            raise PaneSourceError(f"Herdr did not answer {method} within {seconds:g} s")
         if line is None:
             raise PaneSourceUnavailable(f"Herdr closed the connection without answering {method}")
         return decode_reply(line, method=method)

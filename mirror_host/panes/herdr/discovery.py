@@ -11,8 +11,9 @@ mirrors): it carries the pane's new scroll position, which is handed to the
 ``on_scroll`` callback at once, so scroll bounds stay live between snapshots.
 
 Each snapshot is handed to the ``on_listed`` callback, which reconciles what
-the source mirrors. An unreachable or refusing Herdr is retried with capped
-backoff, complaining once per outage.
+the source mirrors. Pane ids come from :class:`~mirror_host.panes.herdr.identity.PaneIdentities`
+(public pane ids, kept across Herdr restarts). An unreachable or refusing Herdr
+is retried with capped backoff, complaining once per outage.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import trio
 
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.herdr.client import HerdrClient
+from mirror_host.panes.herdr.identity import PaneIdentities
 from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
@@ -82,6 +84,9 @@ class HerdrDiscovery:
         self.snapshot: Snapshot | None = None
         #: Listed panes in workspace → tab → pane order, by their stable id.
         self.labels: dict[UUID, tuple[HerdrPane, PaneInfo]] = {}
+        #: The stable id of each listed pane, by its ``terminal_id``.
+        self.ids: dict[str, UUID] = {}
+        self.identities = PaneIdentities(str(client.socket_path))
         #: Whether this server has ``pane.scroll`` (``None`` until probed).
         self.has_scroll: bool | None = None
         self._on_listed = on_listed
@@ -134,7 +139,8 @@ class HerdrDiscovery:
         started = trio.current_time()
         snapshot = await self._read_snapshot()
         self.snapshot = snapshot
-        self.labels = {pane.uuid: (pane, info) for pane, info in pane_labels(snapshot)}
+        self.ids = self.identities.assign(snapshot.panes)
+        self.labels = {info.id: (pane, info) for pane, info in pane_labels(snapshot, self.ids)}
         self._on_listed(snapshot, started)
         agents = frozenset(p.pane_id for p in snapshot.panes if p.agent)
         if agents != self._agent_panes:

@@ -16,7 +16,7 @@ from mirror_host.panes.herdr.protocol import HerdrPane
 from mirror_host.panes.model import Watchers
 from mirror_host.terminal import Screen
 
-__all__ = ["Mirror", "MirrorMode", "StreamEnd"]
+__all__ = ["Mirror", "MirrorMode", "Refused", "StreamEnd"]
 
 
 class MirrorMode(enum.StrEnum):
@@ -36,6 +36,14 @@ class StreamEnd(enum.Enum):
     RESTART = "restart"
     #: The program failed or the stream broke: back off, and poll after a few.
     FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The observe program could not work with this Herdr server at all: it speaks
+    another version of Herdr's client protocol. ``message`` is what it said."""
+
+    message: str
 
 
 @dataclass(eq=False)

@@ -7,6 +7,14 @@ or a new one when the size differs). An observer has its own grid: it crops
 the pane to C × R and never resizes the pane, so a pane that changed size needs
 a new stream at the new size (``Mirror.restart``). The subprocess is stopped by
 its pid when the stream ends.
+
+The program must speak the running server's version of Herdr's client
+protocol: another one is refused at its handshake, and the program prints
+"server rejected handshake (version M): client version N is older than server
+version M; please upgrade your herdr client" (or "newer … upgrade the herdr
+server") and exits 1 (src/protocol/wire.rs, src/client/mod.rs). That comes back
+as :class:`~mirror_host.panes.herdr.mirror.Refused`, so the source can stop
+running a program that cannot work.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import binascii
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,16 +33,32 @@ import trio
 
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.herdr.client import LineReader
-from mirror_host.panes.herdr.mirror import Mirror, StreamEnd
+from mirror_host.panes.herdr.mirror import Mirror, Refused, StreamEnd
 from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
 
-__all__ = ["apply_observe_line", "find_herdr_program", "observe"]
+__all__ = ["apply_observe_line", "find_herdr_program", "observe", "version_refusal"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_GRID = 1000
 _STOP_GRACE_SECONDS = 2.0
+#: What is kept of the program's standard error (the rest is read and dropped).
+_STDERR_BYTES = 4096
+#: How long a program whose stream ended before any frame gets to finish saying why.
+_WHY_SECONDS = 5.0
+#: check_client_version's words (src/protocol/wire.rs 0.8.2).
+_VERSION_REFUSAL = re.compile(
+    r"client version \d+ is (?:older|newer) than server version \d+[^\n]*"
+)
+
+
+def version_refusal(stderr: str) -> str | None:
+    """The line in which the program says the server refused its protocol version, if any."""
+    for line in stderr.splitlines():
+        if _VERSION_REFUSAL.search(line):
+            return line.strip().removeprefix("herdr: ")
+    return None
 
 
 def find_herdr_program(configured: str | None) -> str | None:
@@ -53,7 +78,7 @@ def find_herdr_program(configured: str | None) -> str | None:
 
 async def observe(
     mirror: Mirror, program: str, socket_path: Path, size: tuple[int, int]
-) -> StreamEnd:
+) -> StreamEnd | Refused:
     """Run one observe stream of ``size`` into ``mirror``; say why it ended."""
     columns, rows = size
     command = [
@@ -65,12 +90,14 @@ async def observe(
     mirror.stream_size = size
     try:
         process = await trio.lowlevel.open_process(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
     except OSError as exc:
         logger.warning("cannot run %s: %s", program, exc)
         return StreamEnd.FAILED
     end = StreamEnd.FAILED
+    stderr = bytearray()
+    frames_before = mirror.frames
     try:
         async with trio.open_nursery() as nursery:
 
@@ -78,8 +105,15 @@ async def observe(
                 await mirror.restart.wait()
                 nursery.cancel_scope.cancel()
 
+            collected = trio.Event()
             nursery.start_soon(restart_on_request)
+            nursery.start_soon(_collect, process, stderr, collected)
             end = await _read_frames(mirror, process)
+            if end is StreamEnd.FAILED and mirror.frames == frames_before:
+                # Ended before any frame: let the program finish saying why (its
+                # standard error ends when it exits; a loaded machine may be slow).
+                with trio.move_on_after(_WHY_SECONDS):
+                    await collected.wait()
             nursery.cancel_scope.cancel()
         if mirror.restart.is_set():
             end = StreamEnd.RESTART
@@ -87,7 +121,24 @@ async def observe(
         mirror.stream_size = None
         with trio.CancelScope(shield=True):
             await _stop(process)
+    if end is StreamEnd.FAILED and mirror.frames == frames_before:
+        # Herdr's program says this only when the server refused its version, then
+        # exits 1; the words are the proof (the exit status may be the stop's).
+        refusal = version_refusal(stderr.decode("utf-8", "replace"))
+        if refusal is not None:
+            return Refused(refusal)
     return end
+
+
+async def _collect(process: trio.Process, kept: bytearray, done: trio.Event) -> None:
+    """Keep the start of the program's standard error; read and drop the rest."""
+    assert process.stderr is not None
+    try:
+        while chunk := await process.stderr.receive_some(_STDERR_BYTES):
+            kept += chunk[: max(0, _STDERR_BYTES - len(kept))]
+    except STREAM_GONE:
+        pass
+    done.set()
 
 
 async def _stop(process: trio.Process) -> None:

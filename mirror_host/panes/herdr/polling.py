@@ -4,7 +4,9 @@ Used where no ``herdr`` program exists or its observe stream keeps failing.
 Rows come back separated by ``\\r\\n``, trimmed, SGR only; they are drawn on
 the mirror's screen at the pane's size from the snapshot. Change is detected by
 content: Herdr's ``revision`` is always 0. Never a ``recent`` read with
-``format: text``: that makes Herdr scroll the operator's own screen.
+``format: text``: that makes Herdr scroll the operator's own screen. A read
+Herdr holds back while another client's harvest runs is waited for
+(``READ_SECONDS``): the poll is late, the frame comes when it comes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from mirror_host.errors import PaneSourceUnavailable
-from mirror_host.panes.herdr.client import HerdrClient
+from mirror_host.panes.herdr.client import READ_SECONDS, HerdrClient
 from mirror_host.panes.herdr.mirror import Mirror
 from mirror_host.panes.herdr.protocol import (
     HerdrPane,
@@ -73,7 +75,9 @@ class VisiblePoller:
     async def read(self, pane: HerdrPane) -> str:
         """The pane's visible rows as ``pane.read`` gives them (``\\r\\n``-separated ANSI)."""
         result = await self.client.call(
-            "pane.read", {"pane_id": pane.pane_id, "source": "visible", "format": "ansi"}
+            "pane.read",
+            {"pane_id": pane.pane_id, "source": "visible", "format": "ansi"},
+            timeout=READ_SECONDS,
         )
         read = result.get("read")
         text = read.get("text") if isinstance(read, dict) else None

@@ -4,12 +4,17 @@ Herdr (docs/operations.md, "Running beside Herdr") answers newline-delimited
 JSON on a Unix socket, one request per connection. This module builds request
 lines, reads replies tolerantly (unknown fields and result types are ignored),
 maps error replies to typed exceptions, and turns a session snapshot into the
-pane list the host shows: stable ids derived from ``terminal_id``, titles
-``workspace · tab · agent-or-Shell[ · Pane N]``, and grid sizes.
+pane list the host shows: titles ``workspace · tab · name[ · Pane N]`` (the
+pane's own title where Herdr has one), subtitles that say what an agent is
+doing in Herdr's words (``done``: finished, not yet seen), and grid sizes.
+Pane ids come from Herdr's public pane ids (``identity.py``). It also reads an
+agent record the way Herdr's own CLI does after ``agent.start``
+(:func:`launch_progress`).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import unicodedata
@@ -29,6 +34,8 @@ __all__ = [
     "HerdrPane",
     "HerdrPaneNotFound",
     "HerdrUnknownMethod",
+    "LaunchFailed",
+    "LaunchProgress",
     "ScrollChange",
     "Snapshot",
     "Tab",
@@ -37,7 +44,9 @@ __all__ = [
     "encode_request",
     "frame_from_rows",
     "grid_size",
+    "launch_progress",
     "pane_labels",
+    "pane_name",
     "pane_uuid",
     "parse_scroll_changed",
     "parse_snapshot",
@@ -149,11 +158,12 @@ class HerdrPane:
     offset_from_bottom: int | None = None
     max_offset_from_bottom: int | None = None
     viewport_rows: int | None = None
-
-    @property
-    def uuid(self) -> UUID:
-        """Stable across host restarts and pane moves: derived from ``terminal_id``."""
-        return pane_uuid(self.terminal_id)
+    #: What an integration reports as the pane's title (``title``).
+    title: str | None = None
+    #: The terminal's own title without a leading spinner (``terminal_title_stripped``).
+    terminal_title: str | None = None
+    #: The agent's name for people, as an integration reports it (``display_agent``).
+    display_agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +178,18 @@ class Snapshot:
     protocol: int | None = None
 
 
-def pane_uuid(terminal_id: str) -> UUID:
-    """The UUID Prowl clients see for a Herdr terminal."""
-    return uuid.uuid5(_PANE_NAMESPACE, terminal_id)
+def pane_uuid(session: str, pane_id: str, *, terminal_id: str | None = None) -> UUID:
+    """The UUID Prowl clients see for Herdr pane ``pane_id`` (``w1:p2``) of the Herdr
+    session ``session`` (its socket path): the same after a Herdr restart, which
+    keeps public pane ids and gives every pane a new ``terminal_id``.
+
+    With ``terminal_id``: the id of a pane that was given a public id Herdr had
+    already used for another (``identity.py``), unique to that terminal.
+    """
+    name = (
+        f"{session}\0{pane_id}" if terminal_id is None else f"{session}\0{pane_id}\0{terminal_id}"
+    )
+    return uuid.uuid5(_PANE_NAMESPACE, name)
 
 
 def _text(record: Mapping[str, Any], key: str, default: str = "") -> str:
@@ -243,7 +262,93 @@ def parse_pane(record: Mapping[str, Any]) -> HerdrPane | None:
         offset_from_bottom=_int(scroll, "offset_from_bottom"),
         max_offset_from_bottom=_int(scroll, "max_offset_from_bottom"),
         viewport_rows=_int(scroll, "viewport_rows"),
+        title=_opt_line(record, "title"),
+        terminal_title=(
+            _opt_line(record, "terminal_title_stripped") or _opt_line(record, "terminal_title")
+        ),
+        display_agent=_opt_line(record, "display_agent"),
     )
+
+
+#: Control characters, and line or paragraph breaks, which have no place in a title.
+_NOT_IN_A_TITLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_TITLE_CHARACTERS = 200
+
+
+def _opt_line(record: Mapping[str, Any], key: str) -> str | None:
+    """A title-like text as one tidy line (a program sets whatever it likes), or ``None``."""
+    value = _opt_text(record, key)
+    if value is None:
+        return None
+    line = " ".join(_NOT_IN_A_TITLE.sub(" ", value).split())[:_TITLE_CHARACTERS]
+    return line or None
+
+
+class LaunchProgress(enum.Enum):
+    """Where an agent started with ``agent.start`` is (:func:`launch_progress`)."""
+
+    #: Still starting: ask again.
+    WAITING = "waiting"
+    #: ``interactive_ready``: it takes prompts now.
+    READY = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchFailed:
+    """An agent start that will not become ready: Herdr's code and, for people,
+    what happened (it follows the agent's name: "Claude Code exited before …")."""
+
+    code: str
+    reason: str
+
+
+def launch_progress(
+    agent: Mapping[str, Any] | None,
+    *,
+    name: str,
+    terminal_id: str | None,
+    kind: str | None,
+    seen: bool,
+) -> LaunchProgress | LaunchFailed:
+    """Read an ``agent.get`` record after ``agent.start`` as Herdr's own CLI does
+    (wait_for_named_agent, src/cli/agent.rs 0.8.2).
+
+    ``agent`` is the record found by the agent's ``name`` or, once that is gone,
+    by its pane (``None``: neither names an agent). ``terminal_id`` and ``kind``
+    are what ``agent.start`` answered (``None``: not said). ``seen``: the name
+    was found before.
+
+    Herdr leaves ``interactive_ready`` and ``launch_pending`` out when they are
+    false (``skip_serializing_if``), so only an explicit ``true`` counts: an
+    idle (or ``done``) agent that says neither is one whose launch was dropped,
+    "exited before becoming interactive". An agent the launch knew, that
+    neither its name nor its pane names any more, exited too (the CLI waits
+    for its deadline there; nothing can come of it).
+    """
+    if agent is None:
+        return _EXITED if seen else LaunchProgress.WAITING
+    if terminal_id is not None and agent.get("terminal_id") != terminal_id:
+        return _ELSEWHERE
+    actual = agent.get("agent")
+    if kind is not None and isinstance(actual, str) and actual != kind:
+        return LaunchFailed("agent_kind_mismatch", f"did not start: Herdr found {actual} there")
+    if agent.get("name") != name:
+        return _ELSEWHERE
+    status = agent.get("agent_status")
+    if status == "blocked":
+        return LaunchFailed(
+            "agent_not_ready", "stopped on a question while starting (answer it on the host)"
+        )
+    if status in ("idle", "done"):
+        if agent.get("interactive_ready") is True:
+            return LaunchProgress.READY
+        if agent.get("launch_pending") is not True:
+            return _EXITED
+    return LaunchProgress.WAITING
+
+
+_EXITED = LaunchFailed("agent_start_failed", "exited before it became ready")
+_ELSEWHERE = LaunchFailed("agent_name_not_found", "no longer runs in the new tab")
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,12 +426,38 @@ def parse_snapshot(
 
 
 def terminal_name(pane: HerdrPane) -> str:
-    """What runs in the pane, for people: the agent's name (``Claude``) or ``Shell``."""
+    """What runs in the pane, for people: the agent's name (``Claude``, or the name
+    its integration gives, ``display_agent``) or ``Shell``."""
+    if pane.display_agent:
+        return pane.display_agent
     return pane.agent[:1].upper() + pane.agent[1:] if pane.agent else "Shell"
 
 
-def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
-    """Pane descriptions in workspace → tab → pane order (Herdr's array order)."""
+def pane_name(pane: HerdrPane) -> str:
+    """The pane's name where a Prowl client shows a title: Herdr's own order
+    (the reported ``title``, the name the user gave, src/app/actions.rs), then
+    the title the program set on its terminal (what a Ghostty tab shows in
+    Prowl's host), else what runs there (:func:`terminal_name`)."""
+    return pane.title or pane.label or pane.terminal_title or terminal_name(pane)
+
+
+#: Herdr's status words (state_label_text, src/app/actions.rs 0.8.2); ``unknown`` says nothing.
+_STATUS_WORDS = {"idle": "idle", "done": "done", "working": "working", "blocked": "blocked"}
+
+
+def _status(pane: HerdrPane) -> list[str]:
+    """``[agent, status]`` for an agent pane, as Herdr lists it (``Claude · done``)."""
+    if not pane.agent:
+        return []
+    words = [] if pane_name(pane) == terminal_name(pane) else [terminal_name(pane)]
+    status = _STATUS_WORDS.get(pane.agent_status)
+    return words + ([status] if status else [])
+
+
+def pane_labels(snapshot: Snapshot, ids: Mapping[str, UUID]) -> list[tuple[HerdrPane, PaneInfo]]:
+    """Pane descriptions in workspace → tab → pane order (Herdr's array order);
+    ``ids`` gives each pane's UUID by its ``terminal_id`` (panes without one are
+    left out)."""
     workspaces = {w.id: w for w in snapshot.workspaces}
     tab_order = {t.id: i for i, t in enumerate(snapshot.tabs)}
     tabs = {t.id: t for t in snapshot.tabs}
@@ -343,11 +474,13 @@ def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
     )
     result = []
     for pane in ordered:
+        key = ids.get(pane.terminal_id)
+        if key is None:
+            continue
         workspace = workspaces.get(pane.workspace_id)
         tab = tabs.get(pane.tab_id)
         workspace_label = workspace.label if workspace else pane.workspace_id
-        terminal = terminal_name(pane)
-        parts = [tab.label if tab else pane.tab_id, terminal]
+        parts = [tab.label if tab else pane.tab_id, pane_name(pane)]
         siblings = per_tab.get(pane.tab_id, [])
         if len(siblings) > 1:
             parts.append(f"Pane {siblings.index(pane) + 1}")
@@ -357,11 +490,13 @@ def pane_labels(snapshot: Snapshot) -> list[tuple[HerdrPane, PaneInfo]]:
             (
                 pane,
                 PaneInfo(
-                    id=pane.uuid,
+                    id=key,
                     title=" · ".join([workspace_label, *parts]),
                     directory=directory,
                     project_name=project or None,
-                    subtitle=" · ".join(parts),
+                    # The title stays put (the apps sort by it); what the agent
+                    # is doing goes after it, in Herdr's words.
+                    subtitle=" · ".join([*parts, *_status(pane)]),
                 ),
             )
         )

@@ -8,17 +8,29 @@
   (``pane.scroll``, protocol 22) and reads history (a passive ``recent`` read in
   ANSI format, never ``recent`` text, which moves the operator's screen).
 
-A pane's Herdr id changes when it moves to another workspace; the host knows
-it by its stable terminal. Whatever is sent to a pane (input, a scroll) goes to
-the id of the latest record and, when Herdr says that pane is not found, once
-more after a fresh snapshot under its new id. Scroll bounds follow
-``pane.scroll_changed`` for mirrored panes, so they are live between scrolls.
+The host's pane ids come from Herdr's public pane ids (``identity.py``), so a
+pane keeps its id when Herdr restarts with its session restored or hands off
+live (every ``terminal_id`` new, the same public ids), and when it moves to another
+workspace (a new public id, the same terminal). Whatever is sent to a pane
+(input, a scroll) goes to the Herdr id of the latest record and, when Herdr
+says that pane is not found, once more after a fresh snapshot under its new
+id; an observe stream follows the pane to its new terminal. Scroll bounds
+follow ``pane.scroll_changed`` for mirrored panes, so they are live between
+scrolls.
+
+An ANSI read can be slow: Herdr holds it while another client's text harvest
+of the pane runs (up to 20 s). The client waits long enough for it
+(``READ_SECONDS``), nothing the protocol reads waits on it, and its frame comes
+when it comes. An observe program that speaks another Herdr client version
+cannot work: it is reported once and not run again until the program or the
+Herdr server changes; the panes are polled meanwhile.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,9 +43,9 @@ from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, 
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, UnsupportedOperation
 from mirror_host.limits import POLL_SECONDS
-from mirror_host.panes.herdr.client import HerdrClient
+from mirror_host.panes.herdr.client import READ_SECONDS, HerdrClient
 from mirror_host.panes.herdr.discovery import LIFECYCLE_EVENTS, HerdrDiscovery
-from mirror_host.panes.herdr.mirror import Mirror, MirrorMode, StreamEnd
+from mirror_host.panes.herdr.mirror import Mirror, MirrorMode, Refused, StreamEnd
 from mirror_host.panes.herdr.observe import find_herdr_program, observe
 from mirror_host.panes.herdr.polling import VisiblePoller
 from mirror_host.panes.herdr.protocol import (
@@ -42,6 +54,7 @@ from mirror_host.panes.herdr.protocol import (
     ScrollChange,
     Snapshot,
     grid_size,
+    pane_uuid,
     parse_pane,
     scroll_bounds,
     split_rows,
@@ -60,6 +73,18 @@ _OBSERVE_RETRY_SECONDS = 30.0
 _SCROLL_FRAME_SECONDS = 0.5
 #: After a Herdr hiccup while mirroring, wait this long before feeding again.
 _HICCUP_SECONDS = 1.0
+#: How long a scroll waits for the polled view after it (a read may be held back).
+_SCROLL_READ_SECONDS = 2.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Refusal:
+    """An observe program the running Herdr server refused, and what it said."""
+
+    #: The program file as it was (path, inode, size, time) and the server (version,
+    #: protocol): a new program or another server is worth another try.
+    key: tuple[object, ...]
+    message: str
 
 
 class HerdrSource:
@@ -86,6 +111,8 @@ class HerdrSource:
         self._herdr_bin = herdr_bin
         self._mirrors: dict[UUID, Mirror] = {}
         self._nursery: trio.Nursery | None = None
+        #: The observe program the server refused, while it stays the same.
+        self._refusal: _Refusal | None = None
 
     # ------------------------------------------------------------ discovery
 
@@ -145,7 +172,11 @@ class HerdrSource:
                     offset_from_bottom=mirror.pane.offset_from_bottom,
                     max_offset_from_bottom=mirror.pane.max_offset_from_bottom,
                 )
-            moved = mirror.pane.pane_id != fresh.pane_id
+            # A new public id (a move), or a new terminal (a Herdr restart, a hand-off).
+            moved = (mirror.pane.pane_id, mirror.pane.terminal_id) != (
+                fresh.pane_id,
+                fresh.terminal_id,
+            )
             mirror.pane = fresh
             resized = mirror.stream_size not in (None, grid_size(fresh, snapshot))
             if moved or resized:
@@ -195,6 +226,12 @@ class HerdrSource:
         except PaneNotFound:
             return False
         return True
+
+    def uuid_of(self, pane: HerdrPane) -> UUID:
+        """The id the host lists ``pane`` under (for a pane not listed yet, the one its
+        public id gives it)."""
+        key = self.discovery.ids.get(pane.terminal_id)
+        return key if key is not None else pane_uuid(str(self.socket_path), pane.pane_id)
 
     def pane_record(self, pane_id: UUID) -> HerdrPane:
         """The latest Herdr record of a listed pane.
@@ -252,11 +289,14 @@ class HerdrSource:
         failures = 0
         while not mirror.gone:
             program = find_herdr_program(self._herdr_bin)
-            if program is not None and failures < _OBSERVE_FAILURES_BEFORE_POLLING:
+            refused = program is not None and self._refused(program)
+            if program is not None and not refused and failures < _OBSERVE_FAILURES_BEFORE_POLLING:
                 mirror.mode = MirrorMode.OBSERVE
                 size = grid_size(mirror.pane, self._current_snapshot())
                 end = await observe(mirror, program, self.socket_path, size)
-                if end is StreamEnd.GONE:
+                if isinstance(end, Refused):
+                    self._refuse(program, end.message)
+                elif end is StreamEnd.GONE:
                     await self._confirm_gone(mirror)
                 elif end is StreamEnd.FAILED:
                     failures += 1
@@ -265,7 +305,13 @@ class HerdrSource:
                     failures = 0
                 continue
             if mirror.mode is not MirrorMode.POLL:
-                reason = "no herdr program found" if program is None else "observe kept failing"
+                reason = (
+                    "no herdr program found"
+                    if program is None
+                    else "the herdr program cannot observe this Herdr"
+                    if refused
+                    else "observe kept failing"
+                )
                 logger.info(
                     "polling Herdr pane %s every %g s (%s)",
                     mirror.pane.pane_id,
@@ -277,6 +323,40 @@ class HerdrSource:
             retry_at = trio.current_time() + _OBSERVE_RETRY_SECONDS if program else None
             await self._poller.run(mirror, until=retry_at)
             failures = 0
+
+    def _program_key(self, program: str) -> tuple[object, ...]:
+        """What a refusal holds for: this program file, this Herdr server."""
+        try:
+            stat = os.stat(program)
+        except OSError:
+            return (program,)
+        file = (os.path.realpath(program), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        return (*file, self.discovery.version, self.discovery.protocol)
+
+    def _refused(self, program: str) -> bool:
+        """Whether ``program`` is the one the server refused, unchanged, on the same server."""
+        refusal = self._refusal
+        return refusal is not None and refusal.key == self._program_key(program)
+
+    def _refuse(self, program: str, message: str) -> None:
+        """Remember (and say, once) that the server refused ``program``'s protocol version."""
+        refusal = _Refusal(self._program_key(program), message)
+        if self._refusal == refusal:
+            return  # another pane's stream said the same meanwhile
+        self._refusal = refusal
+        server = f"Herdr {self.discovery.version or '(version unknown)'}"
+        logger.warning(
+            "the herdr program %s cannot observe this Herdr server (%s): %s. Mirroring its "
+            "panes by polling pane.read every %g s instead (slower output, no cursor). Install "
+            "the herdr program of the same version as the running server (%s), or point "
+            "--herdr-bin (herdr.bin in the settings) at one; it is tried again when the "
+            "program or the server changes.",
+            program,
+            server,
+            message,
+            self._poller.poll_seconds,
+            server,
+        )
 
     def _mirror(self, pane_id: UUID) -> Mirror:
         mirror = self._mirrors.get(pane_id)
@@ -403,15 +483,24 @@ class HerdrSource:
         """Keep the pane record of a ``pane_info`` answer; the record now in use."""
         record = result.get("pane")
         fresh = parse_pane(record) if isinstance(record, Mapping) else None
-        if fresh is not None and fresh.terminal_id == mirror.pane.terminal_id:
+        # Asked by the pane's Herdr id: the answer is that pane, under the same id
+        # (after a Herdr restart, with a new terminal) or the same terminal.
+        if fresh is not None and (
+            fresh.pane_id == mirror.pane.pane_id or fresh.terminal_id == mirror.pane.terminal_id
+        ):
             mirror.pane = fresh
             mirror.scroll_read_at = trio.current_time()
         return mirror.pane
 
     async def _redraw_after_scroll(self, mirror: Mirror) -> None:
-        """Polling: read the viewport now rather than at the next 200 ms poll."""
+        """Polling: read the viewport now rather than at the next 200 ms poll.
+
+        Not for long: Herdr may hold the read back (a harvest); the poll that
+        follows brings the view then, and the scroll is answered meanwhile.
+        """
         try:
-            await self._poller.redraw(mirror)
+            with trio.move_on_after(_SCROLL_READ_SECONDS):
+                await self._poller.redraw(mirror)
         except PaneNotFound:
             raise
         except PaneSourceError as exc:
@@ -428,6 +517,7 @@ class HerdrSource:
                 "format": "ansi",
                 "lines": _HISTORY_LINES,
             },
+            timeout=READ_SECONDS,
         )
         read = result.get("read")
         read = read if isinstance(read, dict) else {}
@@ -448,6 +538,8 @@ class HerdrSource:
             return {"kind": "herdr", "state": "starting", "detail": detail}
         where = discovery.socket_path
         detail = f"Herdr {discovery.version} (protocol {discovery.protocol}) at {where}"
+        if self._refusal is not None:
+            detail += f"; polling: the herdr program was refused ({self._refusal.message})"
         return {"kind": "herdr", "state": "following", "detail": detail}
 
     def statistics(self) -> dict[str, Any]:
