@@ -17,10 +17,9 @@
   session appeared: ``tab.selected``, ``pane.focused``) and the workspace the
   session really went to (agliteterm 0.17.7 puts it in the window's active
   one). A first prompt goes through the guarded delivery once the agent shows
-  an empty composer; ``create`` answers within :data:`CREATE_ANSWER_SECONDS`
-  (the apps give a command 30 s) whatever the agent does, and a prompt not
-  delivered by then follows the answer, delivered the same guarded way, its
-  outcome logged.
+  an empty composer; ``create`` answers in time whatever the agent does, and
+  a prompt not delivered by then follows the answer, delivered the same
+  guarded way, as on every source (:mod:`mirror_host.commands.first_prompt`).
 * ``agentsInput`` / ``agentsDispatch``: the guarded delivery of
   :mod:`mirror_host.commands.agent_input`, with agliteterm in the place of a
   process table:
@@ -73,7 +72,7 @@ from mirror_host.commands.agent_input import (
     plain_pasteable,
     prompt_problem,
 )
-from mirror_host.commands.launch import AgentPaneCommands, first_prompt, task_status
+from mirror_host.commands.launch import AgentPaneCommands, task_status
 from mirror_host.commands.responses import cli_error
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
@@ -108,9 +107,6 @@ RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
 _SETTLE_POLL_SECONDS = 0.2
 #: How long a created session may take to appear in the tree.
 _LISTED_SECONDS = 5.0
-#: ``create`` answers within this (the apps' command timeout is 30 s); a first
-#: prompt still on its way then follows the answer.
-CREATE_ANSWER_SECONDS = 25.0
 
 _WORKING = frozenset({"working", "active", "busy", "running", "thinking"})
 _BLOCKED = frozenset({"blocked", "waiting", "approval", "question"})
@@ -298,17 +294,6 @@ class AgliteCommands(AgentPaneCommands):
         # No shell-send (neither advertised nor run): agliteterm reports no prompt marks,
         # so `send` gets Prowl's own refusal (SEND_REFUSED), never a look at the pane.
         super().__init__(self.panes, profiles=profiles or (), timing=timing, shell_send=False)
-        #: First prompts that outlive their ``create``'s answer run here.
-        self._nursery: trio.Nursery | None = None
-
-    async def run(self) -> None:
-        """Keep first prompts that follow their ``create``'s answer going."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            try:
-                await trio.sleep_forever()
-            finally:
-                self._nursery = None
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)
@@ -366,7 +351,6 @@ class AgliteCommands(AgentPaneCommands):
 
     async def create(self, command: CreateCommand) -> JSONValue:
         """``session.new`` in the workspace: the profile's program, or a shell."""
-        started = trio.current_time()
         listing = self.source.discovery
         workspace = next(
             (p for p in listing.panes.values() if p.workspace_id == command.worktree_id), None
@@ -399,11 +383,9 @@ class AgliteCommands(AgentPaneCommands):
             pane_id, pane = await self._listed(created)
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the session: {exc}")
-        if profile is not None and command.launch is not None and command.launch.prompt:
-            budget = CREATE_ANSWER_SECONDS - (trio.current_time() - started)
-            failure = await self._first_prompt(pane_id, command.launch.prompt, budget)
-            if failure is not None:
-                return failure
+        failure = await self.prompt_launched(command, profile, pane_id)
+        if failure is not None:
+            return failure
         # What the window shows now (agliteterm selects a new session; agwinterm,
         # told no-select, does not, unless nothing was selected).
         tab: dict[str, JSONValue] = {
@@ -417,40 +399,6 @@ class AgliteCommands(AgentPaneCommands):
             "focused": pane.active,
         }
         return catalogue.created_result(self._worktree(pane), tab, record, profile)
-
-    async def _first_prompt(self, pane_id: UUID, prompt: str, budget: float) -> JSONValue | None:
-        """Deliver a launched agent's first prompt; the ``create`` error if it failed
-        within ``budget`` seconds. Past the budget the delivery goes on after the
-        answer (``create`` succeeds: its pane exists), and its outcome is logged."""
-        outcome: list[JSONValue | None] = []
-        done = trio.Event()
-
-        async def deliver() -> None:
-            try:
-                outcome.append(await first_prompt(self.panes, pane_id, prompt, timing=self.timing))
-            finally:
-                done.set()
-                if not outcome:  # cancelled (the host stopping): nothing more to say
-                    logger.info("the first prompt for pane %s was abandoned", pane_id)
-                elif late:
-                    _log_late_prompt(pane_id, outcome[0])
-
-        late = False
-        if self._nursery is None:  # run() not started: no background to hand it to
-            await deliver()
-            return outcome[0]
-        self._nursery.start_soon(deliver)
-        with trio.move_on_after(max(0.0, budget)):
-            await done.wait()
-        if outcome:
-            return outcome[0]
-        late = True
-        logger.info(
-            "create answered before pane %s's agent took its first prompt; it follows, "
-            "delivered the guarded way",
-            pane_id,
-        )
-        return None
 
     async def _listed(self, session_id: str) -> tuple[UUID, SessionPane]:
         """Wait until the tree lists the new session (the full app answers before it exists,
@@ -515,13 +463,3 @@ class AgliteCommands(AgentPaneCommands):
                 await trio.sleep(_SETTLE_POLL_SECONDS)
                 record = await self.source.fresh_record(pane_id)
         return record
-
-
-def _log_late_prompt(pane_id: UUID, result: JSONValue | None) -> None:
-    """A first prompt that followed its ``create``'s answer: how it went."""
-    if result is None:
-        logger.info("the first prompt reached pane %s's agent, with one Enter", pane_id)
-        return
-    error = result.get("error") if isinstance(result, dict) else None
-    message = error.get("message") if isinstance(error, dict) else result
-    logger.warning("the first prompt for pane %s was not sent: %s", pane_id, message)

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from mirror_host import control as c
-from mirror_host.commands import agliteterm as commands_module
+from mirror_host.commands import first_prompt
 from mirror_host.config import Profile
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.integration.agent_helpers import FakeAgent, command, submissions_after
@@ -279,7 +279,7 @@ async def test_create_answers_in_time_and_the_first_prompt_follows(
 ) -> None:
     """An agent still starting when ``create`` must answer: ``create`` answers (the
     pane exists) and the prompt goes once the agent is ready, the guarded way."""
-    monkeypatch.setattr(commands_module, "CREATE_ANSWER_SECONDS", 3.0, raising=False)
+    monkeypatch.setattr(first_prompt, "ANSWER_SECONDS", 3.0)
     launched = FakeAgent(state_dir / "launched", "launched")
     launched.set(state="working")
     profile = Profile(
@@ -313,6 +313,7 @@ async def test_create_answers_in_time_and_the_first_prompt_follows(
                     ),
                 )
             assert result["ok"] is True, result
+            assert result["data"]["first_prompt"]["status"] == "pending", result
             assert launched.submissions() == []  # answered before the agent was ready
             (created,) = set(fake.sessions) - before
             launched.set(state="idle")
@@ -321,7 +322,7 @@ async def test_create_answers_in_time_and_the_first_prompt_follows(
                 {"prompt": "first task", "state": "idle"}
             ]
             with trio.fail_after(10):
-                while not any("first prompt reached" in m for m in host_log.messages):
+                while not any("went through after its create" in m for m in host_log.messages):
                     await trio.sleep(0.05)
             (paste,) = fake.requests_for("session.paste", target=created)
             assert paste["args"]["text"] == "first task"
