@@ -233,6 +233,11 @@ class PromptMarks:
         return self._input
 
     @property
+    def signed(self) -> Mark | None:
+        """The latest mark, if the shell signs its marks (so it is the shell's own)."""
+        return self.last if self._signed_only else None
+
+    @property
     def running(self) -> bool:
         """A command line was accepted (``C``) and no later mark came."""
         return self.last is not None and self.last.kind is MarkKind.COMMAND
