@@ -14,7 +14,8 @@ every keymap of its line editor:
    ``<pid>.<id>.answer``: ``refused line`` when its command line holds text
    (typed, recalled, perhaps hidden by output), ``refused prompt`` when it is
    not at its main prompt (a continuation line, ``read -e``, ``vared``),
-   else ``loaded`` with the text it then puts on its command line, exactly,
+   ``refused abbr`` (fish before 3.6, which cannot keep an abbreviation from
+   being expanded), else ``loaded`` with the text it then puts on its command line, exactly,
    and accepts. If that creation fails, the host has cancelled: it does
    nothing.
 3. The host waits for the answer (:data:`ANSWER_SECONDS`). Then it cancels
@@ -113,6 +114,8 @@ class Outcome(enum.Enum):
     LINE_HAS_TEXT = "line-has-text"
     #: The shell refused: it was not at its main prompt. Nothing changed.
     NOT_AT_PROMPT = "not-at-prompt"
+    #: The shell refused: a fish older than 3.6 would expand an abbreviation in it.
+    ABBREVIATIONS = "abbreviations"
     #: The host cancelled before the shell decided: nothing ran, nothing will.
     NOT_TAKEN = "not-taken"
     #: The shell decided, but what it answered cannot be read: it may have run.
@@ -210,6 +213,8 @@ class Exchange:
             return Done(Outcome.LINE_HAS_TEXT)
         if answer == b"refused prompt\n":
             return Done(Outcome.NOT_AT_PROMPT)
+        if answer == b"refused abbr\n":
+            return Done(Outcome.ABBREVIATIONS)
         if answer == CANCELLED:
             return Done(Outcome.NOT_TAKEN)  # ours, from an earlier look that raced
         head, _, loaded = answer.partition(b"\n")

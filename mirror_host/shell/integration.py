@@ -316,15 +316,25 @@ if status is-interactive; and not set -q __mirror_host_marks
         else if test -n "$line"
             set answer 'refused line'\n
         end
+        if string match -q 'loaded*' -- "$answer"
+            # Abbreviations are expanded as a line is executed; this one, added last,
+            # comes first and gives the word back unchanged, so the line runs as sent.
+            # fish before 3.6 has no such abbreviations: there, only a fish without
+            # any may take the line.
+            if not abbr --add --position anywhere --regex '.*' --function __mirror_host_identity -- __mirror_host_identity 2>/dev/null
+                set -l known (abbr --list)
+                test (count $known) -gt 0; and set answer 'refused abbr'\n
+            end
+        end
         set -l reply $__mirror_host_dir/$fish_pid.$id.answer
-        test -e $reply; and return 0  # the host cancelled (fish would warn about >?)
-        printf '%s' "$answer" >?$reply; or return 0
+        if test -e $reply; or not printf '%s' "$answer" >?$reply
+            # The host cancelled (checked first: fish warns about a >? that fails).
+            abbr --erase __mirror_host_identity 2>/dev/null
+            return 0
+        end
         string match -q 'loaded*' -- "$answer"; or return 0
         commandline -r -- "$text"
         commandline -C (string length -- "$text")
-        # Abbreviations are expanded as a line is executed; this one, added last,
-        # comes first and gives the word back unchanged, so the line runs as sent.
-        abbr --add --position anywhere --regex '.*' --function __mirror_host_identity -- __mirror_host_identity 2>/dev/null
         commandline -f execute
     end
     function __mirror_host_wrap_prompt --on-event fish_prompt
