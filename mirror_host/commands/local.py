@@ -32,13 +32,13 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
+from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import process_group
-from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.shell.directory import ShellDirectory
 from mirror_host.shell.login import default_shell_command
 from mirror_host.shell.marks import PromptMarks

@@ -286,8 +286,8 @@ def report(done: Done) -> Callable[[str], JSONValue]:
             "or reading input (read, vared). Finish that on Host first. Nothing was sent."
         ),
         Outcome.ABBREVIATIONS: (
-            "This fish is older than 3.6 and would expand an abbreviation in the command; "
-            "nothing was sent."
+            "This fish is older than 3.6 and would expand an abbreviation in the command. "
+            "Nothing was sent."
         ),
         Outcome.NOT_TAKEN: (
             f"The shell did not take the command within {ANSWER_SECONDS:g} s (it was busy, "
@@ -325,6 +325,4 @@ async def deliver_command(
     if not authorized():
         return rejected(NO_LONGER_OWNS)
     handover = verified
-    return await finish_writing(
-        _COMMAND, lambda: hand_over(panes, pane_id, handover, command.text)
-    )
+    return await finish_writing(_COMMAND, lambda: hand_over(panes, pane_id, handover, command.text))

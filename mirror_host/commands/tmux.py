@@ -41,6 +41,7 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
+from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -48,7 +49,6 @@ from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import terminal_foreground, terminal_group
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
-from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.shell.directory import ShellDirectory
 from mirror_host.shell.marks import PromptMarks
 from mirror_host.shell.verdict import PaneForeground

@@ -189,7 +189,9 @@ def _start_proc(pid: int) -> float | None:
     return time.time() - age
 
 
-async def process_start_time(pid: int, *, use_proc: bool | None = None) -> tuple[float, float] | None:
+async def process_start_time(
+    pid: int, *, use_proc: bool | None = None
+) -> tuple[float, float] | None:
     """When process ``pid`` started (wall clock) and how precise that is, in seconds.
 
     Linux reads ``/proc``; elsewhere ``ps -o lstart=`` says it to the second.

@@ -76,9 +76,7 @@ def is_private_directory(path: Path) -> bool:
         info = os.lstat(path)
     except OSError:
         return False
-    return (
-        stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-    )
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def default_shell_directory(state_dir: Path, environ: Mapping[str, str]) -> Path:
@@ -142,7 +140,7 @@ class ShellDirectory:
             name = entry.name
             if name.endswith(".prompt"):
                 limit = _OLD_REGISTRATION_SECONDS
-            elif name.endswith((".request", ".answer")) or name.endswith(".tmp"):
+            elif name.endswith((".request", ".answer", ".tmp")):
                 limit = STALE_SECONDS
             else:
                 continue

@@ -95,8 +95,9 @@ def encode_request(request_id: str, text: str) -> bytes:
     """The request file's contents: the id, a line feed, the text, a line feed.
 
     Raises:
-        ValueError: ``request_id`` is no request id, or ``text`` holds a line break
-            (a command line is validated before this: :func:`~mirror_host.shell.verdict.command_problem`).
+        ValueError: ``request_id`` is no request id, or ``text`` holds a line break (a
+            command line is validated before this:
+            :func:`~mirror_host.shell.verdict.command_problem`).
     """
     if not is_request_id(request_id):
         raise ValueError("not a request id")

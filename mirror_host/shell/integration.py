@@ -65,7 +65,8 @@ __all__ = ["SHELL_NAMES", "setup_hint", "snippet"]
 
 SHELL_NAMES = ("bash", "zsh", "fish")
 
-_BASH = r"""# mirror-host shell integration for bash: prompt marks, phones' commands (docs/operations.md).
+_BASH = r"""# mirror-host shell integration for bash: prompt marks, phones' commands.
+# docs/operations.md, "Shell commands from phones".
 if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
     __mirror_host_marks=1
     # The host's nonce for these marks and its directory for phones' commands
@@ -165,7 +166,8 @@ if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
 fi
 """
 
-_ZSH = r"""# mirror-host shell integration for zsh: prompt marks, phones' commands (docs/operations.md).
+_ZSH = r"""# mirror-host shell integration for zsh: prompt marks, phones' commands.
+# docs/operations.md, "Shell commands from phones".
 if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     typeset -g __mirror_host_marks=1
     # The host's nonce for these marks and its directory for phones' commands
@@ -262,7 +264,8 @@ if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
 fi
 """
 
-_FISH = r"""# mirror-host shell integration for fish: prompt marks, phones' commands (docs/operations.md).
+_FISH = r"""# mirror-host shell integration for fish: prompt marks, phones' commands.
+# docs/operations.md, "Shell commands from phones".
 if status is-interactive; and not set -q __mirror_host_marks
     set -g __mirror_host_marks 1
     # The host's nonce for these marks and its directory for phones' commands
@@ -285,8 +288,8 @@ if status is-interactive; and not set -q __mirror_host_marks
     end
     function __mirror_host_register
         # Builtins only; checked first, as fish warns about a redirection that fails.
-        test -n "$__mirror_host_dir"; and test -d "$__mirror_host_dir"; and test -w "$__mirror_host_dir"
-        and true >$__mirror_host_dir/$fish_pid.prompt
+        set -l dir $__mirror_host_dir
+        test -n "$dir"; and test -d "$dir"; and test -w "$dir"; and true >$dir/$fish_pid.prompt
     end
     function __mirror_host_identity
         # An abbreviation that gives every word back unchanged, for one command line.
@@ -321,7 +324,8 @@ if status is-interactive; and not set -q __mirror_host_marks
             # comes first and gives the word back unchanged, so the line runs as sent.
             # fish before 3.6 has no such abbreviations: there, only a fish without
             # any may take the line.
-            if not abbr --add --position anywhere --regex '.*' --function __mirror_host_identity -- __mirror_host_identity 2>/dev/null
+            if not abbr --add --position anywhere --regex '.*' \
+                    --function __mirror_host_identity -- __mirror_host_identity 2>/dev/null
                 set -l known (abbr --list)
                 test (count $known) -gt 0; and set answer 'refused abbr'\n
             end
@@ -392,6 +396,5 @@ def setup_hint(shell: str) -> str:
     else:
         line = f'add `eval "$(mirror-host shell-init {shell})"` to ~/.{shell}rc'
     return (
-        f"{line} and open a new pane; a shell started before the host gets it with "
-        f"`exec {shell}`"
+        f"{line} and open a new pane; a shell started before the host gets it with `exec {shell}`"
     )
