@@ -22,7 +22,7 @@ from mirror_host.commands.shell_input import deliver_command
 from mirror_host.control import SendCommand
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.shell.directory import ShellDirectory, UnsafeDirectory
-from mirror_host.shell.exchange import TRIGGER, answer_name, registration_name, request_name
+from mirror_host.shell.exchange import TRIGGER, registration_name, request_name
 from mirror_host.shell.marks import Mark, MarkKind, PromptMarks
 from mirror_host.shell.verdict import PaneForeground
 
