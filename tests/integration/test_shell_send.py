@@ -174,7 +174,9 @@ async def tmux_rig(
             if fresh:
                 server.tmux("respawn-pane", "-k", "-t", target, program)
             with trio.fail_after(10):
-                while not (found := [p for p, r in source.pane_rows() if r.session_name == "shell"]):
+                while not (
+                    found := [p for p, r in source.pane_rows() if r.session_name == "shell"]
+                ):
                     await trio.sleep(0.02)
             pane = found[0]
 

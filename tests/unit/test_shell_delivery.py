@@ -131,7 +131,9 @@ async def test_the_shell_loads_the_text_and_the_files_go(
         "trailing_enter_sent": True,
     }  # fmt: skip
     assert pane.triggers == [TRIGGER]  # nothing of the text is ever typed
-    assert pane.seen_request is not None and pane.seen_request.endswith("  echo 'ünï' 👋\n".encode())
+    assert pane.seen_request is not None and pane.seen_request.endswith(
+        "  echo 'ünï' 👋\n".encode()
+    )
     assert leftovers(directory) == []
     mode = (directory.path).stat().st_mode & 0o777
     assert mode == 0o700
