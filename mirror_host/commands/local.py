@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 from uuid import UUID
@@ -160,8 +160,13 @@ class LocalAgentPanes:
         """The host reads every local pane's output: its marks are always known."""
         return self.source.pane(pane_id).screen.prompt
 
-    async def send_trigger(self, pane_id: UUID, data: bytes) -> None:
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
+        if not authorized():
+            return False
         await self.source.write_for_host(pane_id, data)
+        return True
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)

@@ -9,8 +9,8 @@ Nothing of the command is ever typed. The steps, each a function below:
    terminal's foreground group and runs mirror-host's integration at its
    prompt: its latest signed prompt mark where the host reads the pane's
    output, else its registration (:mod:`mirror_host.shell.verdict`).
-3. **Authorise**: ``authorized()`` (the phone still holds the lease), right
-   before anything reaches the pane.
+3. **Authorise**: ``authorized()`` (the phone still holds the lease), before
+   the request is written and again right before the trigger.
 4. **Request and trigger** (:func:`hand_over`): the request file, then the
    trigger key sequence (:mod:`mirror_host.shell.exchange`).
 5. **Await the answer**: the shell loads the exact text into its empty
@@ -118,9 +118,12 @@ class ShellPanes(Protocol):
         """
         ...
 
-    async def send_trigger(self, pane_id: UUID, data: bytes) -> None:
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
         """Write the trigger key sequence ``data`` to the pane, as raw input on the host's
-        own behalf (a tmux pane in copy mode is returned to its live screen first).
+        own behalf (a tmux pane in copy mode is returned to its live screen first), if
+        ``authorized()`` still holds right before the write; whether it was written.
 
         Raises:
             PaneNotFound, PaneSourceError: it may or may not have been written.
@@ -219,8 +222,15 @@ def shell_status(
 # ------------------------------------------------------------------ 4, 5. hand over
 
 
-async def hand_over(panes: ShellPanes, pane_id: UUID, to: Handover, text: str) -> JSONValue:
-    """Write the request, send the trigger, await the shell's answer (or cancel); report."""
+async def hand_over(
+    panes: ShellPanes,
+    pane_id: UUID,
+    to: Handover,
+    text: str,
+    authorized: Callable[[], bool] = lambda: True,
+) -> JSONValue:
+    """Write the request, send the trigger (``authorized()`` checked right before it),
+    await the shell's answer (or cancel); report."""
     request_id = new_request_id()
     try:
         to.directory.write_request(to.pid, request_id, text)
@@ -233,7 +243,8 @@ async def hand_over(panes: ShellPanes, pane_id: UUID, to: Handover, text: str) -
     try:
         answer_seconds = ANSWER_SECONDS
         try:
-            await panes.send_trigger(pane_id, TRIGGER)
+            if not await panes.send_trigger(pane_id, TRIGGER, authorized):
+                return rejected(NO_LONGER_OWNS)  # nothing reached the pane
         except (PaneNotFound, PaneSourceError) as exc:
             # It may have reached the shell or not: cancel at once, and the file decides.
             logger.info("the trigger for a shell pane may not have been written: %s", exc)
@@ -325,4 +336,6 @@ async def deliver_command(
     if not authorized():
         return rejected(NO_LONGER_OWNS)
     handover = verified
-    return await finish_writing(_COMMAND, lambda: hand_over(panes, pane_id, handover, command.text))
+    return await finish_writing(
+        _COMMAND, lambda: hand_over(panes, pane_id, handover, command.text, authorized)
+    )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import shlex
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 from uuid import UUID
 
@@ -208,11 +209,16 @@ class TmuxAgentPanes:
         screen = self.source.pane_screen(pane_id)
         return screen.prompt if screen is not None else None
 
-    async def send_trigger(self, pane_id: UUID, data: bytes) -> None:
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
         """``send-keys -H``: the bytes reach the program as they are."""
         await self._live(pane_id)
+        if not authorized():
+            return False
         hex_bytes = (f"{byte:02x}" for byte in data)
         await self.source.run_tmux("send-keys", "-H", "-t", self._target(pane_id), *hex_bytes)
+        return True
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)

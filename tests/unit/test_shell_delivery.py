@@ -67,11 +67,16 @@ class ScriptedPane:
     def prompt_marks(self, pane_id: object) -> PromptMarks | None:
         return self.marks
 
-    async def send_trigger(self, pane_id: object, data: bytes) -> None:
+    async def send_trigger(
+        self, pane_id: object, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
+        if not authorized():
+            return False
         self.triggers.append(data)
         if self.trigger_error is not None:
             raise self.trigger_error
         self.on_trigger()
+        return True
 
     # ------------------------------------------------------------ the scripted shell
 
@@ -220,6 +225,18 @@ async def test_no_lease_before_the_request_writes_nothing(
 ) -> None:
     pane = ScriptedPane(directory)
     result = await run(pane, authorized=lambda: False)
+    assert result["error"]["code"] == "REMOTE_COMMAND_REJECTED"
+    assert pane.triggers == [] and leftovers(directory) == []
+
+
+async def test_a_lease_lost_before_the_trigger_sends_nothing(
+    directory: ShellDirectory, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Checked before the request and again right before the trigger (tmux awaits a
+    copy-mode check between them)."""
+    pane = ScriptedPane(directory)
+    checks = iter([True, False])
+    result = await run(pane, authorized=lambda: next(checks))
     assert result["error"]["code"] == "REMOTE_COMMAND_REJECTED"
     assert pane.triggers == [] and leftovers(directory) == []
 
