@@ -425,3 +425,46 @@ async def test_a_tmux_shell_that_lost_its_integration_takes_nothing(state_dir: P
         assert not setup.out.exists()
         screen = setup.screen()
         assert screen is not None and "lost-" not in screen.active_text()
+
+
+BARE_SHELLS = {
+    # Started so that the host does not add its integration (not a plain start).
+    "bash": ("bash --norc --noprofile +o vi", "bash --norc --noprofile -o vi"),
+    "zsh": ("zsh -f +o vi", "zsh -f -o vi"),
+    # fish binds CSI I itself, to its focus event, in every mode.
+    "fish": ("fish --no-config -C true", None),
+}
+
+
+@pytest.mark.parametrize(
+    ("shell", "mode"),
+    [
+        pytest.param(name, mode, marks=pytest.mark.skipif(not shutil.which(name), reason=f"no {name}"))
+        for name, modes in BARE_SHELLS.items()
+        for mode, argv in zip(("emacs", "vi-command"), modes, strict=True)
+        if argv is not None
+    ],
+)  # fmt: skip
+async def test_the_trigger_reaching_a_shell_without_the_integration(
+    state_dir: Path, shell: str, mode: str
+) -> None:
+    """The three bytes leave the line as it was: the next line typed runs as typed. (In
+    vi command mode bash and zsh take the last byte, ``I``, as "insert at the start of
+    the line": the mode changes, the line does not.)"""
+    emacs, vi = BARE_SHELLS[shell]
+    proof = state_dir / "proof.txt"
+    command_line = vi if mode == "vi-command" else emacs
+    assert command_line is not None
+    async with local_rig(state_dir, command_line) as setup:
+        await trio.sleep(1.0)  # its prompt is up
+        if mode == "vi-command":
+            await setup.type(b"\x1b")
+            await trio.sleep(0.5)
+        not_taken(await trigger_reaches(setup))
+        if mode == "vi-command":
+            await setup.type(b"\x1b")  # back to command mode, whichever mode it is in
+            await trio.sleep(0.5)
+            await setup.type(b"i")
+        await setup.type(f"echo bare > {proof}\r".encode())
+        await file_reads(proof, "bare\n")
+        await no_marker_anywhere(setup)
