@@ -255,7 +255,7 @@ async def hand_over(
         to.directory.remove_exchange(to.pid, request_id)
     if done.outcome is Outcome.RAN:
         logger.info("ran a %d-byte command line in a shell pane", len(text.encode()))
-    return report(done)(text)
+    return report(done, text)
 
 
 async def _settle(exchange: Exchange, to: Handover, request_id: str) -> Done:
@@ -282,11 +282,11 @@ async def _settle(exchange: Exchange, to: Handover, request_id: str) -> Done:
 # ------------------------------------------------------------------ 6. report
 
 
-def report(done: Done) -> Callable[[str], JSONValue]:
-    """The ``send`` result for an exchange that ended ``done`` (given the text sent)."""
+def report(done: Done, text: str) -> JSONValue:
+    """The ``send`` result for an exchange of ``text`` that ended ``done``."""
     outcome = done.outcome
     if outcome is Outcome.RAN:
-        return lambda text: cli_success(_COMMAND, input_delivered(text, "argv"))
+        return cli_success(_COMMAND, input_delivered(text, "argv"))
     message = {
         Outcome.LINE_HAS_TEXT: (
             "The shell's command line is not empty: it holds text typed on Host (output "
@@ -306,9 +306,9 @@ def report(done: Done) -> Callable[[str], JSONValue]:
         ),
     }.get(outcome)
     if message is not None:
-        return lambda _text: cli_error(_COMMAND, NOT_READY, message)
+        return cli_error(_COMMAND, NOT_READY, message)
     detail = f" ({done.detail})" if done.detail else ""
-    return lambda _text: cli_error(
+    return cli_error(
         _COMMAND,
         "SEND_FAILED",
         f"Host cannot tell whether the shell ran the command{detail}. "
