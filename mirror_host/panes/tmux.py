@@ -115,8 +115,6 @@ class _Pane:
     #: The copy-mode view while scrolled back: exactly its rows, as Prowl reads them.
     viewport: str | None = None
     archives: ArchiveCache = field(default_factory=ArchiveCache)
-    #: Set when the pane leaves the listing.
-    gone: trio.Event = field(default_factory=trio.Event)
 
 
 #: Blocks of a command line's reply, one tuple of lines per block.
@@ -510,7 +508,6 @@ class TmuxSource:
         if self._by_tmux_id.get(pane.row.pane_id) is pane:
             del self._by_tmux_id[pane.row.pane_id]
         pane.screen = None
-        pane.gone.set()
         pane.watchers.notify()  # subscribers find it gone and get `ended paneClosed`
 
     def _forget_all(self) -> None:
