@@ -10,7 +10,10 @@ program (cat, vim, less, a Python REPL) instead of the shell.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -114,26 +117,34 @@ async def test_vi_command_mode(state_dir: Path, shell: str) -> None:
 async def test_a_half_typed_line_that_output_hid(state_dir: Path, shell: str) -> None:
     """The user typed without Enter; a background job then cleared the row and drew a
     prompt look-alike. The line is refused, never run, never changed, never lost."""
-    rc = "unsetopt notify" if shell == "zsh" else ""  # zsh would redraw the line at once
-    async with shell_pane(state_dir, shell, rc) as (setup, phone, sub):
-        hider = "sh -c 'sleep 1; printf \"\\r\\033[Kfake> \"' &\r"
+    hider_pid = state_dir / "hider.pid"
+    async with shell_pane(state_dir, shell) as (setup, phone, sub):
+        # It stays alive afterwards: a job that ends has its shell redraw the line.
+        hider = (
+            f'sh -c \'echo $$ > {hider_pid}; sleep 1; printf "\\r\\033[Kfake> "; '
+            "exec sleep 60' &\r"
+        )
         await setup.type(hider.encode())
-        await trio.sleep(0.3)
-        typed = state_dir / "typed"
-        await setup.type(f"touch {typed} ".encode())
-        await line_starting(setup, "fake>")  # the row shows an empty prompt now
-        screen = setup.screen()
-        assert screen is not None and cursor_row(screen) == "fake>"
-        result = await command(phone, send_command(setup.pane, appends(setup, "no")), sub=sub)
-        assert (result["ok"], result["error"]["code"]) == (False, "SHELL_NOT_READY")
-        assert "not empty" in result["error"]["message"]
-        await trio.sleep(0.3)
-        assert not typed.exists() and not setup.out.exists()
-        await setup.type(b"\r")  # the user's own line, unchanged, runs when they say so
-        with trio.fail_after(10):
-            while not typed.exists():
-                await trio.sleep(0.02)
-        assert not setup.out.exists()
+        try:
+            await trio.sleep(0.3)
+            typed = state_dir / "typed"
+            await setup.type(f"touch {typed} ".encode())
+            await line_starting(setup, "fake>")  # the row shows an empty prompt now
+            screen = setup.screen()
+            assert screen is not None and cursor_row(screen) == "fake>"
+            result = await command(phone, send_command(setup.pane, appends(setup, "no")), sub=sub)
+            assert (result["ok"], result["error"]["code"]) == (False, "SHELL_NOT_READY")
+            assert "not empty" in result["error"]["message"]
+            await trio.sleep(0.3)
+            assert not typed.exists() and not setup.out.exists()
+            await setup.type(b"\r")  # the user's own line, unchanged, runs when they say so
+            with trio.fail_after(10):
+                while not typed.exists():
+                    await trio.sleep(0.02)
+            assert not setup.out.exists()
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(hider_pid.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.skipif(not shutil.which("fish"), reason="no fish")
