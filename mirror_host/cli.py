@@ -330,7 +330,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_const",
         const=False,
         help="refuse phones' shell commands (send): shell-send is not advertised and no shell "
-        "pane is listed idle (default: allowed in a shell proven to wait at an empty prompt)",
+        "pane is listed idle (default: allowed where the pane's own shell, with the "
+        "integration, waits at its prompt and takes the command into an empty line)",
     )
     tmux = serve.add_argument_group("--source tmux").add_mutually_exclusive_group()
     tmux.add_argument(
@@ -472,11 +473,13 @@ def _add_admin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _add_shell_init(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shell_init = commands.add_parser(
         "shell-init",
-        help="print the prompt-mark integration for a shell",
+        help="print the integration that lets phones run commands in a shell",
         description=(
-            "Print the integration that makes SHELL mark its prompt (OSC 133), so a host "
-            "mirroring it through tmux knows when it waits at an empty prompt and a phone's "
-            "Send may run a command there. Load it at the end of the shell's start-up file; "
+            "Print the integration that lets a phone's Send run a command line in SHELL "
+            "(mirrored through tmux): SHELL marks its prompt (OSC 133), tells the host when "
+            "it waits there, and takes the phone's command into its own line editor, only "
+            "while its command line is empty. Load it at the end of the shell's start-up "
+            "file, then open a new pane (or `exec SHELL` in one started before the host); "
             "panes the host starts itself (--source local) get it without this."
         ),
         formatter_class=HelpFormatter,

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 import trio
@@ -47,6 +48,7 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
             rows=config.local.rows,
             respawn=config.local.respawn,
             shell_integration=shell_send,
+            shell_dir=_shell_dir(config) if shell_send else None,
         )
         commands = LocalCommands(source, profiles=config.profiles, shell_send=shell_send)
         return source, CommandService(commands)
@@ -76,8 +78,8 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         tmux = TmuxSource(
             socket_name=config.tmux.socket_name,
             socket_path=config.tmux.socket_path,
-            follow_all=shell_send,
             sign_marks=shell_send,
+            shell_dir=_shell_dir(config) if shell_send else None,
         )
         backend = TmuxCommands(tmux, profiles=config.profiles, shell_send=shell_send)
         return tmux, CommandService(backend)
@@ -90,6 +92,13 @@ def build_source(config: Config) -> tuple[PaneSource, CommandHandler | None]:
         aglite = AgliteSource(agliteterm_transport(config.agliteterm))
         return aglite, CommandService(AgliteCommands(aglite, profiles=config.profiles))
     raise ConfigError("source.kind", f"unknown source {kind!r}")
+
+
+def _shell_dir(config: Config) -> Path:
+    """Where phones' command lines reach shells (:mod:`mirror_host.shell.directory`)."""
+    from mirror_host.shell.directory import default_shell_directory
+
+    return default_shell_directory(Path(config.state.dir), os.environ)
 
 
 #: The serve flags that only one source reads.

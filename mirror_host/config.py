@@ -140,8 +140,9 @@ class TmuxSettings:
 class CommandSettings:
     """What remote commands may do."""
 
-    #: Phones may run a command line in a shell pane that waits at an empty prompt
-    #: (``shell-send``; local and tmux panes). ``--no-shell-send`` turns it off.
+    #: Phones may run a command line in a shell pane whose shell takes it into an
+    #: empty command line (``shell-send``; local and tmux panes). ``--no-shell-send``
+    #: turns it off.
     shell_send: bool = True
 
 

@@ -2,7 +2,10 @@
 
 The one atomic writer, for every file the program keeps: the device store
 (:mod:`mirror_host.host.store`), ``serve.json``, ``attach``'s credentials and
-the service files ``service install`` writes. The
+the service files ``service install`` writes; and, without the fsyncs
+(``durable=False``), the request files a phone's command line reaches a shell
+through (:mod:`mirror_host.shell.directory`), which must never be read half
+written but need not outlive a crash. The
 data goes to a temporary file beside the target, is fsynced, renamed over the
 target, and the directory is fsynced, so the rename itself survives a crash.
 
@@ -15,7 +18,8 @@ the program alone loses nothing). A file system that cannot fsync a directory
 at all (``EINVAL``, ``ENOTSUP``) is the same outcome on every write and is
 logged at debug level only.
 
-This blocks (two fsyncs): code on the event loop calls it in a worker thread.
+This blocks (two fsyncs): code on the event loop calls it in a worker thread
+(unless ``durable=False``: then it does no more than create, write and rename).
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ logger = logging.getLogger(__name__)
 _NO_DIRECTORY_FSYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file.
 
     ``mode`` is the new file's (less the umask). Returning means the new file
     is in place; whether its rename is durable too is only logged (see above).
+    Without ``durable`` nothing is fsynced: readers never see a partial file,
+    but a power cut may lose it.
 
     Raises:
         OSError: the write failed before the rename; the old file is untouched.
@@ -51,7 +57,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -61,6 +68,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         except OSError:
             pass
         raise
+    if not durable:
+        return
     try:
         _fsync_directory(path.parent)
     except OSError as exc:

@@ -34,8 +34,7 @@ from mirror_host.config import Profile
 from mirror_host.control import CreateCommand, SendCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
-from mirror_host.shell.verdict import PaneForeground
-from mirror_host.terminal import Screen
+from mirror_host.shell.verdict import PaneForeground, ShellEvidence
 
 __all__ = [
     "KNOWN_AGENTS",
@@ -120,6 +119,8 @@ class AgentPaneCommands:
         self.timing = timing or DeliveryTiming()
         #: Launched agents' first prompts (answered in time, retained by the service).
         self.first_prompts = FirstPrompts()
+        #: One phone's command at a time per pane: a second waits for the first's answer.
+        self._sending: dict[UUID, trio.Lock] = {}
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -162,9 +163,13 @@ class AgentPaneCommands:
         panes = self.agent_panes
         if not self.shell_send_enabled or not isinstance(panes, ShellPanes):  # narrows the type
             return rejected(SEND_REFUSED)
-        return await deliver_command(
-            panes, pane_id, command, authorized=authorized, timing=self.timing
-        )
+        lock = self._sending.setdefault(pane_id, trio.Lock())
+        try:
+            async with lock:
+                return await deliver_command(panes, pane_id, command, authorized=authorized)
+        finally:
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                self._sending.pop(pane_id, None)
 
     # ------------------------------------------------------------ helpers for subclasses
 
@@ -188,19 +193,20 @@ class AgentPaneCommands:
     def task(
         self,
         foreground: PaneForeground,
-        screen: Screen | None,
+        evidence: ShellEvidence | None,
         agent_state: AgentState | None,
         *,
         agent: bool,
     ) -> dict[str, JSONValue]:
         """``list``'s ``task`` for a pane: the agent's state, or what its shell proves.
 
-        A shell pane is ``idle`` exactly when a ``send`` would be accepted now,
+        A shell pane is ``idle`` when its own shell, with mirror-host's
+        integration, waits at its prompt (a ``send`` is handed to it),
         ``running`` while a job runs, and has no status when neither is proven.
         """
         if agent:
             return {"status": task_status(agent_state)}
-        status = shell_status(foreground, screen, sendable=self.shell_send_enabled)
+        status = shell_status(foreground, evidence, sendable=self.shell_send_enabled)
         return {"status": status} if status is not None else {}
 
     @staticmethod

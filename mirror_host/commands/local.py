@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 from uuid import UUID
@@ -32,13 +32,16 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
+from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import process_group
+from mirror_host.shell.directory import ShellDirectory
 from mirror_host.shell.login import default_shell_command
+from mirror_host.shell.marks import PromptMarks
 from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 from mirror_host.terminal.view import ScreenText
@@ -76,6 +79,11 @@ class LocalCommandSource(Protocol):
     @property
     def input_activity(self) -> InputActivity:
         """When each pane last got raw input from a Mac client."""
+        ...
+
+    @property
+    def shell_directory(self) -> ShellDirectory | None:
+        """The directory phones' command lines reach the shells through (``None``: none)."""
         ...
 
     def pane(self, pane_id: UUID) -> LocalCommandPane:
@@ -144,6 +152,22 @@ class LocalAgentPanes:
     async def press_enter(self, pane_id: UUID) -> None:
         await self.source.write_for_host(pane_id, b"\r")
 
+    def shell_directory(self, pane_id: UUID) -> ShellDirectory | None:
+        self.source.pane(pane_id)
+        return self.source.shell_directory
+
+    def prompt_marks(self, pane_id: UUID) -> PromptMarks | None:
+        """The host reads every local pane's output: its marks are always known."""
+        return self.source.pane(pane_id).screen.prompt
+
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
+        if not authorized():
+            return False
+        await self.source.write_for_host(pane_id, data)
+        return True
+
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)
 
@@ -177,6 +201,11 @@ class LocalCommands(AgentPaneCommands):
         processes = foreground.processes
         found = identify_group(processes)
         state = detect(processes, ScreenText(pane.screen)).state if found else None
+        evidence = (
+            await shell_evidence(self.panes, pane.id, foreground)
+            if pane.alive and not found and self.shell_send_enabled
+            else None
+        )
         record: dict[str, JSONValue] = {
             "id": str(pane.id).upper(),
             "title": pane.title,
@@ -185,7 +214,7 @@ class LocalCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(foreground, pane.screen, state, agent=found is not None)
+        return record, self.task(foreground, evidence, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""

@@ -1,47 +1,43 @@
-"""Running a phone's command line in a shell pane, guarded (tmux and local panes). I/O.
+"""Running a phone's command line in a shell pane, through the shell's own line editor
+(tmux and local panes). I/O.
 
-A phone's ``send`` types one command line into a shell and presses Enter. It
-is done only when the shell provably waits at an empty prompt
-(:mod:`mirror_host.shell.verdict`: the pane's own bash, zsh or fish leads the
-terminal's foreground process group, its latest OSC 133 mark is a ``B`` with
-nothing typed after it):
+Nothing of the command is ever typed. The steps, each a function below:
 
-1. The text is one line of printable text, at most 64 KiB, that fits on the
-   pane's screen from the prompt on (so its echo can be read back).
-2. The pane is read right before writing; ``authorized()`` (the lease still
-   holds) is checked right before writing and again right before Enter.
-3. The text is pasted the way a terminal pastes (bracketed when the shell
-   turned bracketed paste on, as bash, zsh and fish do), then the screen is
-   read until the command line after the mark shows exactly it (at most 2 s).
-4. Only if the pane's own shell still leads the foreground, its prompt still
-   waits (no command started), the line still shows exactly the text and
-   nobody typed from a Mac meanwhile, one Enter is sent.
+1. **Validate** (:func:`validate`): one line of printable text, at most 64 KiB,
+   with the options Prowl's apps send.
+2. **Verify** (:func:`verify`): the pane's own bash, zsh or fish leads its
+   terminal's foreground group and runs mirror-host's integration at its
+   prompt: its latest signed prompt mark where the host reads the pane's
+   output, else its registration (:mod:`mirror_host.shell.verdict`).
+3. **Authorise**: ``authorized()`` (the phone still holds the lease), before
+   the request is written and again right before the trigger.
+4. **Request and trigger** (:func:`hand_over`): the request file, then the
+   trigger key sequence (:mod:`mirror_host.shell.exchange`).
+5. **Await the answer**: the shell loads the exact text into its empty
+   command line and accepts it, or refuses; after 2 s the host cancels, and
+   a cancel that comes first means nothing ran.
+6. **Report** (:func:`report`): success only for "loaded"; a refusal before
+   or by the shell has its own code (``SHELL_BUSY``, ``SHELL_NOT_READY``,
+   ``INVALID_ARGUMENT``, ``TARGET_NOT_FOUND``, ``REMOTE_COMMAND_REJECTED``);
+   ``SEND_FAILED`` only where the outcome is uncertain.
 
-A refusal before anything was written has its own code (``INVALID_ARGUMENT``,
-``SHELL_BUSY``, ``SHELL_NOT_READY``, ``TARGET_NOT_FOUND``). Once the text may
-have reached the pane, anything less than the Enter is ``SEND_FAILED`` saying
-how far it got, and nothing is retried.
+From step 4 on the exchange finishes even if the phone's lease is lost or the
+host stops meanwhile (within :data:`~mirror_host.commands.agent_input.FINISH_SECONDS`):
+the shell's answer, or the host's cancel, settles it either way.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 import trio
 
-from mirror_host.agents import ForegroundProcess
-from mirror_host.commands.agent_input import (
-    AgentPanes,
-    DeliveryTiming,
-    PasteUnsupported,
-    finish_writing,
-)
+from mirror_host.commands.agent_input import finish_writing
 from mirror_host.commands.responses import (
-    INPUT_UNCONFIRMED,
     NO_LONGER_OWNS,
     cli_error,
     cli_success,
@@ -51,19 +47,40 @@ from mirror_host.commands.responses import (
 from mirror_host.control import SendCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.foreground import process_start_time
+from mirror_host.shell.directory import ShellDirectory, new_request_id
+from mirror_host.shell.exchange import (
+    ANSWER_SECONDS,
+    TRIGGER,
+    Cancel,
+    Done,
+    Exchange,
+    Outcome,
+    Wait,
+)
+from mirror_host.shell.marks import MarkKind, PromptMarks
 from mirror_host.shell.verdict import (
     NOT_READY,
     PaneForeground,
+    ShellEvidence,
     ShellReading,
     command_problem,
-    fits,
     foreground_status,
     read_shell,
     send_options_problem,
 )
-from mirror_host.terminal import Screen
 
-__all__ = ["ShellPanes", "command_line", "deliver_command", "judge", "shell_status"]
+__all__ = [
+    "Handover",
+    "ShellPanes",
+    "deliver_command",
+    "hand_over",
+    "report",
+    "shell_evidence",
+    "shell_status",
+    "validate",
+    "verify",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +88,8 @@ _COMMAND = "send"
 
 
 @runtime_checkable
-class ShellPanes(AgentPanes, Protocol):
-    """What shell delivery needs from a source, beyond agent delivery's."""
+class ShellPanes(Protocol):
+    """What shell delivery needs from a source's panes."""
 
     async def shell_foreground(self, pane_id: UUID) -> PaneForeground:
         """The pane's own process, its terminal's foreground group id and members.
@@ -85,66 +102,221 @@ class ShellPanes(AgentPanes, Protocol):
         """
         ...
 
+    def shell_directory(self, pane_id: UUID) -> ShellDirectory | None:
+        """The directory the pane's shells take phones' commands through (``None``: none).
 
-def command_line(screen: Screen) -> str | None:
-    """The text after the latest ``B`` mark, or ``None`` if the mark no longer holds.
+        Raises:
+            PaneNotFound: the pane is gone.
+        """
+        ...
 
-    The mark holds while it is the latest mark, the normal screen is up, and its
-    row still shows the prompt it was drawn after (the screen did not scroll or
-    redraw under it).
-    """
-    mark = screen.prompt.waiting
-    if mark is None or screen.on_alternate_screen:
-        return None
-    columns, rows = screen.size
-    if mark.y >= rows or mark.x >= columns or screen.row_text(mark.y, mark.x) != mark.before:
-        return None
-    return screen.text_from(mark.x, mark.y)
+    def prompt_marks(self, pane_id: UUID) -> PromptMarks | None:
+        """The pane's prompt marks while the host reads its output (else ``None``).
+
+        Raises:
+            PaneNotFound: the pane is gone.
+        """
+        ...
+
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
+        """Write the trigger key sequence ``data`` to the pane, as raw input on the host's
+        own behalf (a tmux pane in copy mode is returned to its live screen first), if
+        ``authorized()`` still holds right before the write; whether it was written.
+
+        Raises:
+            PaneNotFound, PaneSourceError: it may or may not have been written.
+        """
+        ...
 
 
-def judge(foreground: PaneForeground, screen: Screen) -> ShellReading:
-    """The verdict on the pane whose foreground is ``foreground`` and screen ``screen`` (now)."""
-    return read_shell(foreground, screen.prompt, line=command_line(screen), cursor=screen.cursor)
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """What the verification proved: the shell (its pid) and the directory to use."""
+
+    pid: int
+    directory: ShellDirectory
 
 
-def _typed_since(panes: AgentPanes, pane_id: UUID, since: float) -> bool:
-    last = panes.last_raw_input(pane_id)
-    return last is not None and last >= since
+# ------------------------------------------------------------------ 1. validate
 
 
-async def _marked_screen(panes: AgentPanes, pane_id: UUID) -> Screen:
-    """The pane's mirrored screen; only one the host emulates itself carries prompt marks.
+def validate(command: SendCommand) -> JSONValue | None:
+    """The refusal of a ``send`` whose text or options this host does not run, or ``None``."""
+    problem = command_problem(command.text) or send_options_problem(
+        trailing_enter=command.trailing_enter,
+        wait=command.wait,
+        capture_output=command.capture_output,
+        source=command.source,
+    )
+    return None if problem is None else cli_error(_COMMAND, "INVALID_ARGUMENT", problem)
+
+
+# ------------------------------------------------------------------ 2. verify
+
+
+async def shell_evidence(
+    panes: ShellPanes, pane_id: UUID, foreground: PaneForeground
+) -> ShellEvidence:
+    """The pane's signed marks, and (where they do not decide) its shell's registration.
 
     Raises:
-        PaneSourceError: the source hands over plain rows (no marks, so nothing to prove).
+        PaneNotFound: the pane is gone.
     """
-    screen = await panes.screen(pane_id)
-    if not isinstance(screen, Screen):
-        raise PaneSourceError("this source's screens carry no prompt marks")
-    return screen
+    marks = panes.prompt_marks(pane_id)
+    signed = marks.signed if marks is not None else None
+    if signed is not None and signed.kind in (MarkKind.INPUT, MarkKind.COMMAND):
+        return ShellEvidence(marks, registered=False)
+    own = foreground.own_process
+    directory = panes.shell_directory(pane_id)
+    registered = False
+    if own is not None and directory is not None:
+        started = await process_start_time(own.pid)
+        if started is not None:
+            registered = directory.registered(own.pid, started[0], slack=started[1])
+    return ShellEvidence(marks, registered=registered)
 
 
-async def _read(panes: ShellPanes, pane_id: UUID) -> tuple[ShellReading, Screen]:
-    foreground = await panes.shell_foreground(pane_id)
-    screen = await _marked_screen(panes, pane_id)
-    return judge(foreground, screen), screen
+async def verify(panes: ShellPanes, pane_id: UUID) -> Handover | JSONValue:
+    """Whether the command may be handed to the pane's shell now: to whom, or the refusal."""
+    try:
+        foreground = await panes.shell_foreground(pane_id)
+        evidence = await shell_evidence(panes, pane_id, foreground)
+        directory = panes.shell_directory(pane_id)
+    except PaneNotFound:
+        return cli_error(_COMMAND, "TARGET_NOT_FOUND", "The selected pane is gone.")
+    except PaneSourceError as exc:
+        return cli_error(
+            _COMMAND, NOT_READY, f"Host could not read the pane ({exc}); nothing was sent."
+        )
+    reading: ShellReading = read_shell(foreground, evidence)
+    if reading.code is not None:
+        return cli_error(_COMMAND, reading.code, reading.message)
+    assert reading.shell is not None
+    if directory is None or not directory.usable():
+        where = "" if directory is None else f" ({directory.path})"
+        return cli_error(
+            _COMMAND,
+            NOT_READY,
+            f"Host has no private directory to hand shells a command through{where}; "
+            "its log says why. Nothing was sent.",
+        )
+    return Handover(pid=reading.shell.pid, directory=directory)
 
 
 def shell_status(
-    foreground: PaneForeground,
-    screen: Screen | None,
-    *,
-    sendable: bool,
+    foreground: PaneForeground, evidence: ShellEvidence | None, *, sendable: bool
 ) -> str | None:
     """``list``'s ``task.status`` for a pane with no agent (``None``: not proven).
 
-    Without a mirrored screen (a tmux pane nobody follows) only ``running`` can
-    be proven; ``idle`` only where a ``send`` is accepted (``sendable``).
+    ``idle`` only where a ``send`` is offered (``sendable``) and would be handed
+    to the shell now; without evidence (none gathered) only ``running`` can be.
     """
-    if screen is None:
+    if evidence is None:
         return foreground_status(foreground)
-    status = judge(foreground, screen).status
+    status = read_shell(foreground, evidence).status
     return None if status == "idle" and not sendable else status
+
+
+# ------------------------------------------------------------------ 4, 5. hand over
+
+
+async def hand_over(
+    panes: ShellPanes,
+    pane_id: UUID,
+    to: Handover,
+    text: str,
+    authorized: Callable[[], bool] = lambda: True,
+) -> JSONValue:
+    """Write the request, send the trigger (``authorized()`` checked right before it),
+    await the shell's answer (or cancel); report."""
+    request_id = new_request_id()
+    try:
+        to.directory.write_request(to.pid, request_id, text)
+    except OSError as exc:
+        return cli_error(
+            _COMMAND,
+            NOT_READY,
+            f"Host could not write the request for the shell ({exc.strerror}); nothing was sent.",
+        )
+    try:
+        answer_seconds = ANSWER_SECONDS
+        try:
+            if not await panes.send_trigger(pane_id, TRIGGER, authorized):
+                return rejected(NO_LONGER_OWNS)  # nothing reached the pane
+        except (PaneNotFound, PaneSourceError) as exc:
+            # It may have reached the shell or not: cancel at once, and the file decides.
+            logger.info("the trigger for a shell pane may not have been written: %s", exc)
+            answer_seconds = 0.0
+        exchange = Exchange(text, trio.current_time(), answer_seconds=answer_seconds)
+        done = await _settle(exchange, to, request_id)
+    finally:
+        to.directory.remove_exchange(to.pid, request_id)
+    if done.outcome is Outcome.RAN:
+        logger.info("ran a %d-byte command line in a shell pane", len(text.encode()))
+    return report(done, text)
+
+
+async def _settle(exchange: Exchange, to: Handover, request_id: str) -> Done:
+    """Drive ``exchange`` with the answer file until it is done."""
+    directory, pid = to.directory, to.pid
+    step = exchange.observe(trio.current_time(), directory.read_answer(pid, request_id))
+    while True:
+        if isinstance(step, Done):
+            return step
+        if isinstance(step, Wait):
+            await trio.sleep_until(step.until)
+            step = exchange.observe(trio.current_time(), directory.read_answer(pid, request_id))
+            continue
+        assert isinstance(step, Cancel)
+        try:
+            created = directory.create_answer(pid, request_id, step.data)
+        except OSError as exc:
+            logger.warning("could not cancel a request to a shell: %s", exc)
+            created = False
+        answer = None if created else directory.read_answer(pid, request_id)
+        step = exchange.cancel_result(trio.current_time(), created, answer)
+
+
+# ------------------------------------------------------------------ 6. report
+
+
+def report(done: Done, text: str) -> JSONValue:
+    """The ``send`` result for an exchange of ``text`` that ended ``done``."""
+    outcome = done.outcome
+    if outcome is Outcome.RAN:
+        return cli_success(_COMMAND, input_delivered(text, "argv"))
+    message = {
+        Outcome.LINE_HAS_TEXT: (
+            "The shell's command line is not empty: it holds text typed on Host (output "
+            "may hide it). Clear it there first. Nothing was sent."
+        ),
+        Outcome.NOT_AT_PROMPT: (
+            "The shell is not at its prompt: it is in the middle of a multi-line command "
+            "or reading input (read, vared). Finish that on Host first. Nothing was sent."
+        ),
+        Outcome.ABBREVIATIONS: (
+            "This fish is older than 3.6 and would expand an abbreviation in the command. "
+            "Nothing was sent."
+        ),
+        Outcome.NOT_TAKEN: (
+            f"The shell did not take the command within {ANSWER_SECONDS:g} s (it was busy, "
+            "or this shell lost mirror-host's integration, e.g. after exec); nothing was run."
+        ),
+    }.get(outcome)
+    if message is not None:
+        return cli_error(_COMMAND, NOT_READY, message)
+    detail = f" ({done.detail})" if done.detail else ""
+    return cli_error(
+        _COMMAND,
+        "SEND_FAILED",
+        f"Host cannot tell whether the shell ran the command{detail}. "
+        "Check the pane before retrying.",
+    )
+
+
+# ------------------------------------------------------------------ the whole
 
 
 async def deliver_command(
@@ -153,118 +325,17 @@ async def deliver_command(
     command: SendCommand,
     *,
     authorized: Callable[[], bool],
-    timing: DeliveryTiming,
 ) -> JSONValue:
-    """Type ``command.text`` into the shell in ``pane_id`` and press Enter, or say why not."""
-    text = command.text
-    problem = command_problem(text) or send_options_problem(
-        trailing_enter=command.trailing_enter,
-        wait=command.wait,
-        capture_output=command.capture_output,
-        source=command.source,
-    )
-    if problem is not None:
-        return cli_error(_COMMAND, "INVALID_ARGUMENT", problem)
-    try:
-        reading, screen = await _read(panes, pane_id)
-    except PaneNotFound:
-        return cli_error(_COMMAND, "TARGET_NOT_FOUND", "The selected pane is gone.")
-    except PaneSourceError as exc:
-        return cli_error(
-            _COMMAND, NOT_READY, f"Host could not read the pane ({exc}); nothing was sent."
-        )
-    if not reading.ready:
-        assert reading.code is not None
-        return cli_error(_COMMAND, reading.code, reading.message)
-    assert reading.mark is not None and reading.shell is not None
-    columns, rows = screen.size
-    if not fits(text, reading.mark, columns, rows):
-        return cli_error(
-            _COMMAND,
-            "INVALID_ARGUMENT",
-            f"The command is too long to check on this pane's {columns}x{rows} screen "
-            "before running it; nothing was sent.",
-        )
+    """Run ``command.text`` in the shell in ``pane_id``, or say why not (module docstring)."""
+    refusal = validate(command)
+    if refusal is not None:
+        return refusal
+    verified = await verify(panes, pane_id)
+    if not isinstance(verified, Handover):
+        return verified
     if not authorized():
         return rejected(NO_LONGER_OWNS)
-    started = time.monotonic()
-    shell = reading.shell
-    # From the paste on, finished even if the lease is lost meanwhile (Enter withheld).
+    handover = verified
     return await finish_writing(
-        _COMMAND,
-        lambda: _write_and_run(panes, pane_id, text, shell, started, authorized, timing),
+        _COMMAND, lambda: hand_over(panes, pane_id, handover, command.text, authorized)
     )
-
-
-async def _write_and_run(
-    panes: ShellPanes,
-    pane_id: UUID,
-    text: str,
-    shell: ForegroundProcess,
-    started: float,
-    authorized: Callable[[], bool],
-    timing: DeliveryTiming,
-) -> JSONValue:
-    def failed(why: str) -> JSONValue:
-        return cli_error(
-            _COMMAND,
-            "SEND_FAILED",
-            f"The text was written but Enter was not sent: {why}. Check the pane before retrying.",
-        )
-
-    try:
-        await panes.paste(pane_id, text)
-    except PasteUnsupported as exc:  # a one-line command is always pasteable; kept for safety
-        return cli_error(_COMMAND, NOT_READY, f"{exc}; nothing was sent.")
-    except PaneNotFound:
-        return cli_error(_COMMAND, "SEND_FAILED", f"The pane went away. {INPUT_UNCONFIRMED}")
-    except PaneSourceError as exc:
-        return cli_error(_COMMAND, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
-    try:
-        why = await _echoed(panes, pane_id, text, timing)
-        if why is not None:
-            return failed(why)
-        foreground = await panes.shell_foreground(pane_id)
-        screen = await _marked_screen(panes, pane_id)
-    except PaneNotFound:
-        return failed("the pane went away")
-    except PaneSourceError as exc:
-        return failed(f"the pane could not be read ({exc})")
-    if foreground.own_process != shell:
-        return failed("the shell is no longer in the foreground")
-    if command_line(screen) != text.rstrip():
-        return failed("the command line changed")
-    if _typed_since(panes, pane_id, started):
-        return failed("someone typed in the pane on a Mac meanwhile")
-    if not authorized():
-        return failed("the mirror lost the pane")
-    try:
-        await panes.press_enter(pane_id)
-    except (PaneNotFound, PaneSourceError) as exc:
-        return cli_error(
-            _COMMAND, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
-        )
-    logger.info("ran a %d-byte command line in a shell pane", len(text.encode()))
-    return cli_success(_COMMAND, input_delivered(text, "argv"))
-
-
-async def _echoed(
-    panes: AgentPanes, pane_id: UUID, text: str, timing: DeliveryTiming
-) -> str | None:
-    """``None`` once the command line shows exactly ``text``, else why Enter must not be sent."""
-    wanted = text.rstrip()
-    why = "the text never appeared on the command line"
-    with trio.move_on_after(timing.echo_seconds):
-        while True:
-            screen = await _marked_screen(panes, pane_id)
-            if screen.prompt.running:
-                return "the shell started running something else"
-            line = command_line(screen)
-            if line == wanted:
-                return None
-            if line is None:
-                why = "the shell's prompt changed"
-            elif line and not wanted.startswith(line):
-                why = "the command line shows something other than the text sent"
-            await trio.sleep(timing.echo_poll)
-    return why

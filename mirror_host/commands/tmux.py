@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import shlex
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 from uuid import UUID
 
@@ -41,6 +42,7 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.responses import cli_error
+from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -48,6 +50,8 @@ from mirror_host.errors import PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import terminal_foreground, terminal_group
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
+from mirror_host.shell.directory import ShellDirectory
+from mirror_host.shell.marks import PromptMarks
 from mirror_host.shell.verdict import PaneForeground
 from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import screen_of_rows
@@ -68,6 +72,11 @@ class TmuxCommandSource(Protocol):
     @property
     def input_activity(self) -> InputActivity:
         """When each pane last got raw input from a Mac client."""
+        ...
+
+    @property
+    def shell_directory(self) -> ShellDirectory | None:
+        """The directory phones' command lines reach the server's shells through."""
         ...
 
     async def run_tmux(self, *args: str, stdin: bytes = b"") -> str:
@@ -173,12 +182,16 @@ class TmuxAgentPanes:
                     pass  # pasted (and deleted) after all, or never loaded
             raise
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def _live(self, pane_id: UUID) -> None:
+        """Back to the live pane if it is in copy mode (which would take the keys)."""
         in_mode = await self.source.run_tmux(
             "display-message", "-p", "-t", self._target(pane_id), "#{pane_in_mode}"
         )
         if in_mode.strip() == "1":
             await self.source.leave_copy_mode(pane_id)
+
+    async def paste(self, pane_id: UUID, text: str) -> None:
+        await self._live(pane_id)
         if plain_pasteable(text):
             await self._through_buffer(pane_id, text.encode("utf-8"), bracket=True)
         else:
@@ -186,6 +199,26 @@ class TmuxAgentPanes:
 
     async def press_enter(self, pane_id: UUID) -> None:
         await self._through_buffer(pane_id, b"\r")
+
+    def shell_directory(self, pane_id: UUID) -> ShellDirectory | None:
+        self._target(pane_id)
+        return self.source.shell_directory
+
+    def prompt_marks(self, pane_id: UUID) -> PromptMarks | None:
+        """The marks of a watched pane; a paused one's output is not read."""
+        screen = self.source.pane_screen(pane_id)
+        return screen.prompt if screen is not None else None
+
+    async def send_trigger(
+        self, pane_id: UUID, data: bytes, authorized: Callable[[], bool]
+    ) -> bool:
+        """``send-keys -H``: the bytes reach the program as they are."""
+        await self._live(pane_id)
+        if not authorized():
+            return False
+        hex_bytes = (f"{byte:02x}" for byte in data)
+        await self.source.run_tmux("send-keys", "-H", "-t", self._target(pane_id), *hex_bytes)
+        return True
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)
@@ -231,6 +264,11 @@ class TmuxCommands(AgentPaneCommands):
         found = identify_group(processes)
         screen = self.source.pane_screen(pane_id)
         state = detect(processes, ScreenText(screen)).state if screen and found else None
+        evidence = (
+            await shell_evidence(self.panes, pane_id, foreground)
+            if not found and self.shell_send_enabled
+            else None
+        )
         record: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": found[0].display_name if found else row.command or "Shell",
@@ -238,7 +276,7 @@ class TmuxCommands(AgentPaneCommands):
         }
         if found is not None:
             record["agent"] = found[0].value
-        return record, self.task(foreground, screen, state, agent=found is not None)
+        return record, self.task(foreground, evidence, state, agent=found is not None)
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, windows as tabs."""

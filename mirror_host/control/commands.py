@@ -128,8 +128,8 @@ class AgentsDispatchCommand:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendCommand:
-    """``send``: one command line for a shell pane. Run only where the backend can
-    prove the shell waits at an empty prompt (local and tmux panes:
+    """``send``: one command line for a shell pane. Run only where the pane's own
+    shell takes it into its empty command line (local and tmux panes:
     :mod:`mirror_host.commands.shell_input`); refused with Prowl's own words
     everywhere else (Herdr, agliteterm, ``--no-shell-send``)."""
 

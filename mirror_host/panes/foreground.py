@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 import trio
@@ -28,6 +29,7 @@ __all__ = [
     "parse_ps_table",
     "parse_stat",
     "process_group",
+    "process_start_time",
     "stat_state",
     "terminal_foreground",
     "terminal_group",
@@ -166,6 +168,48 @@ async def process_group(
     if _use_proc(use_proc):
         return _members_proc(pgid)
     return await _members_ps(pgid)
+
+
+def _start_proc(pid: int) -> float | None:
+    """Process ``pid``'s start, wall clock, from ``/proc/PID/stat`` (clock ticks since boot).
+
+    The ticks count boot time (``CLOCK_BOOTTIME``), so the wall-clock start is
+    now less the process's age: precise to a tick (10 ms) or two.
+    """
+    stat = _read(_PROC / str(pid) / "stat")
+    end = stat.rfind(")") if stat else -1
+    if stat is None or end < 0:
+        return None
+    fields = stat[end + 1 :].split()
+    try:
+        ticks = int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
+
+
+async def process_start_time(
+    pid: int, *, use_proc: bool | None = None
+) -> tuple[float, float] | None:
+    """When process ``pid`` started (wall clock) and how precise that is, in seconds.
+
+    Linux reads ``/proc``; elsewhere ``ps -o lstart=`` says it to the second.
+    ``None`` if the process is gone or the OS would not say.
+    """
+    if pid <= 0:
+        return None
+    if _use_proc(use_proc):
+        started = _start_proc(pid)
+        return None if started is None else (started, 0.05)
+    text = await _ps("-o", "lstart=", "-p", str(pid))
+    if not text or not text.strip():
+        return None
+    try:
+        parsed = time.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None
+    return time.mktime(parsed), 1.0
 
 
 async def terminal_group(

@@ -8,14 +8,16 @@ remote scroll, viewport text (plain and styled) and scroll state. A pane whose
 process exits leaves the list, and its subscriber gets ``ended paneClosed``.
 
 With ``shell_integration`` (the default), a pane that runs bash, zsh or fish
-starts it with prompt marks added after the user's own start-up files
-(:mod:`mirror_host.shell.inject`), so the host knows when it waits at an empty
-prompt (a phone's ``send``). Every pane starts with a nonce of its own in
-``MIRROR_HOST_MARK_NONCE``, and its screen takes only marks signed with it
-(:mod:`mirror_host.shell.nonce`): what a program prints cannot draw a prompt.
-Without it (``--no-shell-send``) panes get no nonce. The host's own
-``MIRROR_HOST_SERVICE`` and the integration's variables it may have inherited
-are never passed on to a pane.
+starts it with mirror-host's integration added after the user's own start-up
+files (:mod:`mirror_host.shell.inject`): prompt marks, and the binding that
+takes a phone's command line into the line editor. Every pane starts with a
+nonce of its own in ``MIRROR_HOST_MARK_NONCE``, and its screen takes only
+marks signed with it (:mod:`mirror_host.shell.nonce`): what a program prints
+cannot draw a prompt. With ``shell_dir`` the source makes that private
+directory (:mod:`mirror_host.shell.directory`) and names it to every pane in
+``MIRROR_HOST_SHELL_DIR``. Without ``shell_integration`` (``--no-shell-send``)
+panes get neither. The host's own ``MIRROR_HOST_SERVICE`` and the
+integration's variables it may have inherited are never passed on to a pane.
 """
 
 from __future__ import annotations
@@ -44,7 +46,13 @@ from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.panes.pty_exec import pane_argv
-from mirror_host.shell.environment import INJECTED_VARIABLES, NONCE_VARIABLE, SERVICE_MARKER
+from mirror_host.shell.directory import ShellDirectory
+from mirror_host.shell.environment import (
+    INJECTED_VARIABLES,
+    NONCE_VARIABLE,
+    SERVICE_MARKER,
+    SHELL_DIR_VARIABLE,
+)
 from mirror_host.shell.inject import ShellIntegration
 from mirror_host.shell.login import default_shell_command
 from mirror_host.shell.nonce import new_nonce
@@ -138,6 +146,7 @@ class LocalSource:
         env: dict[str, str] | None = None,
         respawn: bool = False,
         shell_integration: bool = True,
+        shell_dir: Path | None = None,
     ) -> None:
         self._commands = list(commands)
         #: Start the panes again when the last one exits (``--local-respawn``).
@@ -147,6 +156,9 @@ class LocalSource:
         self._respawning = False
         self._shell_integration = shell_integration
         self._integration: ShellIntegration | None = None
+        self._shell_dir = shell_dir if shell_integration else None
+        #: The directory phones' command lines reach this source's shells through, once made.
+        self.shell_directory: ShellDirectory | None = None
         self._columns = columns
         self._rows = rows
         self._cwd = cwd or _start_directory()
@@ -170,6 +182,13 @@ class LocalSource:
                     self._integration = ShellIntegration.create()
                 except OSError as exc:
                     logger.warning("shells start without prompt marks: %s", exc)
+            if self._shell_dir is not None:
+                directory = ShellDirectory(self._shell_dir)
+                try:
+                    directory.prepare()
+                    self.shell_directory = directory
+                except OSError as exc:
+                    logger.error("phones cannot run commands in shells: %s", exc)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._spawn_all()
@@ -262,6 +281,8 @@ class LocalSource:
         if self._shell_integration:
             nonce = new_nonce()
             env[NONCE_VARIABLE] = nonce
+        if self.shell_directory is not None:
+            env[SHELL_DIR_VARIABLE] = str(self.shell_directory.path)
         if self._integration is not None:
             argv, env = self._integration.wrap(argv, env)
         try:

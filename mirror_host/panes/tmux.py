@@ -13,21 +13,22 @@ window or layout change, not on a timer. Input goes through ``send-keys -H``
 (raw bytes), scrolling through copy mode, history through ``capture-pane -S -``.
 A pane's grid is its real tmux size; it is never resized for a phone.
 
-With ``follow_all`` (the host's default while phones may run shell commands),
-the source watches every pane itself: each is seeded once and its output fed
-to its screen from then on, so the shell prompts drawn while nobody was
-subscribed are known (:attr:`Screen.prompt`) when a phone arrives. Without it,
-only subscribed panes are read.
-
-With ``sign_marks`` (the same default), the source puts a nonce in the tmux
-server's global environment (``set-environment -g MIRROR_HOST_MARK_NONCE``,
-kept if one is there already), so every shell tmux starts from then on signs
-its prompt marks with it (:mod:`mirror_host.shell.nonce`). Each pane's screen
-takes only signed marks when its process started with the nonce (its initial
-environment, read from ``/proc``); a shell started before has none, and its
-screen takes unsigned marks until a signed one arrives. The nonce stays there
-when the host stops, on purpose: the shells started meanwhile hold it, and a
-host started again keeps it, so they go on signing marks it takes.
+With ``sign_marks`` (the host's default while phones may run shell
+commands), the source puts a nonce in the tmux server's global environment
+(``set-environment -g MIRROR_HOST_MARK_NONCE``, kept if one is there
+already), so every shell tmux starts from then on signs its prompt marks with
+it (:mod:`mirror_host.shell.nonce`). Each pane's screen takes only signed
+marks when its process started with the nonce (its initial environment, read
+from ``/proc``); a shell started before has none, and its screen takes
+unsigned marks until a signed one arrives. With ``shell_dir`` too, it names
+the private directory phones' command lines reach shells through
+(:mod:`mirror_host.shell.directory`) in ``MIRROR_HOST_SHELL_DIR`` beside the
+nonce (a usable one already there is kept, and used). Panes nobody watches
+stay paused either way: a shell that waits at its prompt says so through
+that directory, not its output. Both variables stay in tmux's environment
+when the host stops, on purpose: the shells started meanwhile hold them, and
+a host started again keeps them, so those shells go on signing marks it
+takes and reaching it through the same directory.
 
 While a pane is scrolled back, its viewport text is the copy-mode view, read
 with its attributes (``capture-pane -e``) when the scroll happens and put on a
@@ -87,6 +88,8 @@ from mirror_host.panes.tmux_protocol import (
     parse_pane_state,
     soft_wraps,
 )
+from mirror_host.shell.directory import ShellDirectory, is_private_directory
+from mirror_host.shell.environment import SHELL_DIR_VARIABLE
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
 from mirror_host.streams import STREAM_GONE
 from mirror_host.terminal import Screen
@@ -101,11 +104,6 @@ _RELIST_DEBOUNCE_SECONDS = 0.05
 _MAX_BACKOFF_SECONDS = 30.0
 _SEND_CHUNK = 2048
 _MAX_LINE = 64 * 1024 * 1024
-_FOLLOW_RETRY_SECONDS = 1.0
-
-
-def _ignore() -> None:
-    """The host's own watch needs no wake-ups."""
 
 
 @dataclass(eq=False)
@@ -122,9 +120,6 @@ class _Pane:
     #: The copy-mode view while scrolled back: exactly its rows, as Prowl reads them.
     viewport: str | None = None
     archives: ArchiveCache = field(default_factory=ArchiveCache)
-    #: Set when the pane leaves the listing (the host's own watch then ends).
-    gone: trio.Event = field(default_factory=trio.Event)
-    followed: bool = False
 
 
 #: Blocks of a command line's reply, one tuple of lines per block.
@@ -270,12 +265,14 @@ class TmuxSource:
         socket_name: str | None = None,
         socket_path: str | None = None,
         tmux: str = "tmux",
-        follow_all: bool = True,
         sign_marks: bool = True,
+        shell_dir: Path | None = None,
     ) -> None:
         self.tmux = tmux
-        self._follow_all = follow_all
         self._sign_marks = sign_marks
+        self._shell_dir = shell_dir if sign_marks else None
+        #: The directory phones' command lines reach this server's shells through.
+        self.shell_directory: ShellDirectory | None = None
         #: The nonce handed to the server's new shells, and which server (pid) has it.
         self._mark_nonce: str | None = None
         self._nonce_server: int | None = None
@@ -416,11 +413,6 @@ class TmuxSource:
         for session_id, client in list(self._clients.items()):
             if session_id not in sessions:
                 await client.close()
-        if self._follow_all:
-            for pane in self._panes.values():
-                if not pane.followed:
-                    pane.followed = True
-                    self._nursery.start_soon(self._follow, pane)
         await self._pause_unwatched()
         self._listed.set()
 
@@ -454,6 +446,40 @@ class TmuxSource:
             nonce = None
         self._mark_nonce = nonce
         self._nonce_server = server_pid  # once per server: a refusal is not retried
+        if self._shell_dir is not None:
+            self.shell_directory = await self._hand_out_directory(self._shell_dir)
+
+    async def _hand_out_directory(self, default: Path) -> ShellDirectory | None:
+        """Name the private directory to this server's new shells; the one they will use.
+
+        A usable directory already in tmux's global environment (an earlier
+        host's, or another's on the same server) is kept and used, so the shells
+        started with it can still be reached.
+        """
+        try:
+            shown = await self.run_tmux("show-environment", "-g", SHELL_DIR_VARIABLE)
+            name, _, value = shown.strip().partition("=")
+            if name == SHELL_DIR_VARIABLE and value.startswith("/"):
+                kept = ShellDirectory(Path(value))
+                if is_private_directory(kept.path):
+                    await trio.to_thread.run_sync(kept.remove_stale, time.time())
+                    return kept
+        except PaneSourceError:
+            pass  # not set yet
+        directory = ShellDirectory(default)
+        try:
+            await trio.to_thread.run_sync(directory.prepare)
+            await self.run_tmux("set-environment", "-g", SHELL_DIR_VARIABLE, str(directory.path))
+        except (OSError, PaneSourceError) as exc:
+            logger.error("phones cannot run commands in tmux's shells: %s", exc)
+            return None
+        logger.info(
+            "tmux on %s: new shells take phones' commands through %s (set-environment -g %s)",
+            self._where,
+            directory.path,
+            SHELL_DIR_VARIABLE,
+        )
+        return directory
 
     def _expect_marks(self, screen: Screen, pane_pid: int | None) -> None:
         """Tell the pane's screen which nonce its shell signs marks with (module docstring)."""
@@ -473,18 +499,6 @@ class TmuxSource:
             except PaneSourceError as exc:
                 logger.debug("could not pause %s: %s", pane.row.pane_id, exc)
 
-    async def _follow(self, pane: _Pane) -> None:
-        """Watch ``pane`` on the host's own behalf until it leaves the listing."""
-        while not pane.gone.is_set():
-            try:
-                async with self.watch(pane.uuid, _ignore):
-                    await pane.gone.wait()
-                return
-            except PaneSourceError as exc:
-                logger.debug("following tmux pane %s: %s", pane.row.pane_id, exc)
-            with trio.move_on_after(_FOLLOW_RETRY_SECONDS):
-                await pane.gone.wait()
-
     def client_gone(self, client: _ControlClient) -> None:
         if self._clients.get(client.session_id) is client:
             del self._clients[client.session_id]
@@ -499,7 +513,6 @@ class TmuxSource:
         if self._by_tmux_id.get(pane.row.pane_id) is pane:
             del self._by_tmux_id[pane.row.pane_id]
         pane.screen = None
-        pane.gone.set()
         pane.watchers.notify()  # subscribers find it gone and get `ended paneClosed`
 
     def _forget_all(self) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "INJECTED_VARIABLES",
     "NONCE_VARIABLE",
     "SERVICE_MARKER",
+    "SHELL_DIR_VARIABLE",
     "ZDOTDIR_VARIABLE",
 ]
 
@@ -26,6 +27,9 @@ __all__ = [
 SERVICE_MARKER = "MIRROR_HOST_SERVICE"
 #: The nonce a shell signs its prompt marks with (:mod:`mirror_host.shell.nonce`).
 NONCE_VARIABLE = "MIRROR_HOST_MARK_NONCE"
+#: The private directory a shell and the host exchange a phone's command line through
+#: (:mod:`mirror_host.shell.directory`).
+SHELL_DIR_VARIABLE = "MIRROR_HOST_SHELL_DIR"
 #: bash's start-up flags, its own ``ENV`` and whether ``HISTFILE`` was ours
 #: (:mod:`mirror_host.shell.inject`).
 BASH_INJECT_VARIABLE = "MIRROR_HOST_BASH_INJECT"
@@ -39,6 +43,7 @@ ZDOTDIR_VARIABLE = "MIRROR_HOST_ZDOTDIR"
 INJECTED_VARIABLES = frozenset(
     {
         NONCE_VARIABLE,
+        SHELL_DIR_VARIABLE,
         BASH_INJECT_VARIABLE,
         BASH_ENV_VARIABLE,
         BASH_HISTFILE_VARIABLE,

@@ -10,13 +10,12 @@ prompt in the byte stream they write:
 * ``ESC ] 133 ; D [; status]`` the command is done,
 
 each ended by BEL or ST (``ESC \\``), optionally with more ``;``-separated
-parameters (``133;A;cl=m;aid=12``). :class:`MarkScanner` finds where each mark
-ends in output fed in arbitrary pieces (a mark may be split across reads), so
-the feeder can hand the screen emulator the bytes up to a mark, read the cursor
-there, and go on: the mark's position is then the emulator's own.
-:class:`PromptMarks` keeps what the marks say: after a ``B`` and no other mark
-since, the shell waits for a command line that starts where the ``B`` left the
-cursor.
+parameters (``133;A;cl=m;aid=12``). :class:`MarkScanner` finds each mark in
+output fed in arbitrary pieces (a mark may be split across reads).
+:class:`PromptMarks` keeps what the latest ones say: after a ``B`` and no
+other mark since, the shell waits at its prompt; after a ``C``, a command runs.
+What its command line holds only the shell knows (it is asked:
+:mod:`mirror_host.shell.exchange`).
 
 Marks are plain bytes that any program can print (``cat`` a file that holds
 them), so mirror-host's own integration signs its marks with a secret the
@@ -33,7 +32,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-__all__ = ["NONCE_KEY", "InputMark", "Mark", "MarkKind", "MarkScanner", "PromptMarks"]
+__all__ = ["NONCE_KEY", "Mark", "MarkKind", "MarkScanner", "PromptMarks"]
 
 #: The mark parameter that carries the nonce: ``133;B;mh=NONCE``.
 NONCE_KEY = "mh"
@@ -63,22 +62,6 @@ class Mark:
             if param.startswith(prefix):
                 return param[len(prefix) :]
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class InputMark:
-    """Where the latest ``B`` mark left the cursor, and the row's text before it.
-
-    ``before`` is the text of the mark's row left of the mark (the prompt's last
-    line, trailing blanks trimmed): if that text changes, the screen scrolled or
-    was redrawn, and the position no longer says where the command line starts.
-    ``serial`` counts the marks seen so far, so a newer prompt is a different one.
-    """
-
-    x: int
-    y: int
-    before: str
-    serial: int
 
 
 _KINDS = {kind.value: kind for kind in MarkKind}
@@ -185,12 +168,10 @@ def parse_mark(body: bytes) -> Mark | None:
 
 
 class PromptMarks:
-    """What the marks seen so far say about the shell's command line."""
+    """What the marks seen so far say about the shell."""
 
     def __init__(self) -> None:
-        self.serial = 0
         self.last: Mark | None = None
-        self._input: InputMark | None = None
         self._nonce: str | None = None
         self._signed_only = False
 
@@ -210,27 +191,29 @@ class PromptMarks:
         """Whether only marks signed with the pane's nonce count."""
         return self._signed_only
 
-    def note(self, mark: Mark, x: int, y: int, before: str) -> None:
-        """A mark was read with the cursor at ``(x, y)``; ``before`` is its row left of it."""
+    def note(self, mark: Mark) -> None:
+        """A mark was read in the pane's output."""
         if self._nonce is not None:
             nonce = mark.nonce
             if nonce is not None and hmac.compare_digest(nonce.encode(), self._nonce.encode()):
                 self._signed_only = True
             elif self._signed_only:
                 return  # printed by a program, or another integration's: not the shell's own
-        self.serial += 1
         self.last = mark
-        self._input = InputMark(x, y, before, self.serial) if mark.kind is MarkKind.INPUT else None
 
     def forget(self) -> None:
         """The screen was replaced or reset: nothing earlier is known any more."""
         self.last = None
-        self._input = None
 
     @property
-    def waiting(self) -> InputMark | None:
-        """The ``B`` mark the shell waits after, if it is the latest mark."""
-        return self._input
+    def signed(self) -> Mark | None:
+        """The latest mark, if the shell signs its marks (so it is the shell's own)."""
+        return self.last if self._signed_only else None
+
+    @property
+    def waiting(self) -> bool:
+        """The latest mark is ``B``: the shell's prompt waits for a command line."""
+        return self.last is not None and self.last.kind is MarkKind.INPUT
 
     @property
     def running(self) -> bool:

@@ -1,6 +1,9 @@
-"""Whether a shell pane waits at an empty prompt, and whether a command may be typed. Pure.
+"""Whether a phone's command line may be handed to a shell pane, and ``list``'s status. Pure.
 
-A pane is ready for a phone's ``send`` exactly when all of this is proven:
+A phone's command is never typed: the pane's own shell takes it into its
+line editor itself, and refuses it there when its command line holds text
+(:mod:`mirror_host.shell.exchange`). What the host proves first, before
+anything is sent to the pane:
 
 1. the foreground process group of its terminal is the pane's own shell: the
    group's id is the pid of the pane's own process (the program the host
@@ -10,29 +13,28 @@ A pane is ready for a phone's ``send`` exactly when all of this is proven:
    pane's shell (``bash``, ``su``, ``sudo -s``) each run in a group of their
    own; what may share the shell's group are its own helpers, such as fish's
    completion builder, which do not read the terminal;
-2. the latest prompt mark is ``B`` (the command line started) with no ``C``
-   (a command runs) or any other mark since: on a screen whose shell signs
-   its marks, only marks with its nonce count (:mod:`mirror_host.shell.marks`);
-3. the command line after that mark is empty: the cursor is where the mark
-   left it, the row still shows the same prompt left of it, and nothing follows
-   it on the screen (a half-typed or recalled line is not empty).
+2. that shell runs mirror-host's integration and waits at its prompt:
+   where the host reads the pane's output (local panes; tmux panes while
+   watched), the latest OSC 133 mark signed with the pane's nonce is ``B``
+   (a command line starts) rather than ``C`` (a command runs)
+   (:mod:`mirror_host.shell.marks`); elsewhere, or before any signed mark,
+   the shell registered itself since it started
+   (:meth:`~mirror_host.shell.directory.ShellDirectory.registered`).
 
-Anything not proven is not ready (keys a Mac client types while a command line
-is delivered withhold its Enter: :mod:`mirror_host.commands.shell_input`).
-``list`` reports ``task.status`` from the same reading: ``idle`` exactly when
-a ``send`` would be accepted now, ``running`` while a job (or a command the
-shell runs itself) is in the foreground, and nothing when neither is proven.
+``list`` reports ``task.status`` from the same evidence: ``idle`` when the
+pane's own shell waits at its prompt (whether its line holds text only the
+shell knows: it refuses then), ``running`` while a job or a command the
+shell runs itself is in the foreground, and nothing when neither is proven.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from mirror_host.agents import ForegroundProcess, identify_group
-from mirror_host.shell.integration import SHELL_NAMES
-from mirror_host.shell.marks import InputMark, PromptMarks
+from mirror_host.shell.integration import SHELL_NAMES, setup_hint
+from mirror_host.shell.marks import MarkKind, PromptMarks
 
 __all__ = [
     "MAX_COMMAND_BYTES",
@@ -41,10 +43,9 @@ __all__ = [
     "SHELLS",
     "BUSY",
     "PaneForeground",
+    "ShellEvidence",
     "ShellReading",
     "command_problem",
-    "display_width",
-    "fits",
     "foreground_status",
     "is_shell",
     "read_shell",
@@ -103,18 +104,36 @@ class PaneForeground:
 
 
 @dataclass(frozen=True, slots=True)
-class ShellReading:
-    """What a pane's foreground and prompt marks prove.
+class ShellEvidence:
+    """What says a pane's own shell runs the integration and waits at its prompt.
 
-    ``code`` is ``None`` when a command may be typed now; otherwise the refusal
-    code, with ``message`` saying why.
+    ``marks`` are the pane's prompt marks where the host reads its output now
+    (``None``: a tmux pane nobody watches); ``registered`` whether the shell
+    touched its registration file since it started.
+    """
+
+    marks: PromptMarks | None
+    registered: bool
+
+    @property
+    def mark(self) -> MarkKind | None:
+        """The kind of the latest mark the shell signed, if any is known."""
+        signed = self.marks.signed if self.marks is not None else None
+        return signed.kind if signed is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ShellReading:
+    """What a pane's foreground and its shell's evidence prove.
+
+    ``code`` is ``None`` when the command may be handed to ``shell`` now;
+    otherwise the refusal code, with ``message`` saying why.
     """
 
     status: str | None
     code: str | None
     message: str
     shell: ForegroundProcess | None = None
-    mark: InputMark | None = None
 
     @property
     def ready(self) -> bool:
@@ -161,19 +180,8 @@ def _not_own_shell(foreground: PaneForeground) -> ShellReading:
     )
 
 
-def read_shell(
-    foreground: PaneForeground,
-    marks: PromptMarks,
-    *,
-    line: str | None,
-    cursor: tuple[int, int],
-) -> ShellReading:
-    """The verdict on a pane (module docstring).
-
-    ``line`` is the screen's text from the latest ``B`` mark to the end of the
-    screen, or ``None`` when the mark's row no longer shows the prompt it was
-    drawn after (scrolled, redrawn, or the alternate screen is up).
-    """
+def read_shell(foreground: PaneForeground, evidence: ShellEvidence) -> ShellReading:
+    """The verdict on a pane (module docstring)."""
     processes = foreground.processes
     if not processes or foreground.group is None or foreground.shell_pid is None:
         return _refuse(NOT_READY, "Host cannot tell what runs in this pane; nothing was sent.")
@@ -198,43 +206,24 @@ def read_shell(
     if name not in SENDABLE_SHELLS:
         return _refuse(
             NOT_READY,
-            f"{name} has no shell integration, so Host cannot verify an empty command line; "
+            f"{name} has no shell integration, so Host cannot hand it a command; "
             "commands from a phone run only in bash, zsh and fish. Nothing was sent.",
         )
-    if marks.running:
+    mark = evidence.mark
+    if mark is MarkKind.COMMAND:
         return _refuse(
             BUSY,
             "A command is running in this pane's shell; send again when it is back at its "
             "prompt. Nothing was sent.",
             "running",
         )
-    mark = marks.waiting
-    if mark is None:
-        if marks.last is None:
-            return _refuse(
-                NOT_READY,
-                "Host has not seen this shell mark its prompt, so it cannot verify an empty "
-                "command line. Set up shell integration "
-                f'(eval "$(mirror-host shell-init {name})", docs/operations.md); '
-                "it counts from the next prompt. Nothing was sent.",
-            )
+    if mark is not MarkKind.INPUT and not evidence.registered:
         return _refuse(
             NOT_READY,
-            "The shell is not waiting at its prompt; send again when it is. Nothing was sent.",
+            f"This {name} has not set up mirror-host's shell integration, so it cannot take "
+            f"a command from a phone: {setup_hint(name)}. Nothing was sent.",
         )
-    if line is None:
-        return _refuse(
-            NOT_READY,
-            "The shell's prompt moved on the screen since it was drawn, so Host cannot verify "
-            "an empty command line; press Enter in the shell once. Nothing was sent.",
-        )
-    if line or cursor != (mark.x, mark.y):
-        return _refuse(
-            NOT_READY,
-            "The shell's command line is not empty (a half-typed or recalled command); "
-            "clear it on Host first. Nothing was sent.",
-        )
-    return ShellReading(status="idle", code=None, message="", shell=leader, mark=mark)
+    return ShellReading(status="idle", code=None, message="", shell=leader)
 
 
 def command_problem(text: str) -> str | None:
@@ -272,19 +261,3 @@ def send_options_problem(
     if source != "argv":
         return f'Unsupported text source {source!r} (only "argv").'
     return None
-
-
-def display_width(text: str) -> int:
-    """Terminal cells ``text`` takes: wide characters two, combining marks none."""
-    width = 0
-    for char in text:
-        if unicodedata.combining(char) or char in "\u200b\u200d\ufe0f":
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
-
-
-def fits(text: str, mark: InputMark, columns: int, rows: int) -> bool:
-    """Whether ``text`` typed at the mark stays on the screen (so its echo can be read)."""
-    room = (rows - mark.y) * columns - mark.x - 1
-    return display_width(text) <= room

@@ -23,9 +23,7 @@ built here have the structure Prowl's Mac client is written for. A
 Terminal queries (DSR, DA …) are answered through ``on_reply`` so the program on
 the other side of a PTY gets the replies a real terminal would send.
 
-Shells' OSC 133 prompt marks are noted as they are fed (:attr:`Screen.prompt`):
-the bytes up to each mark go to libghostty first, so the cursor read at the mark
-is libghostty's own.
+Shells' OSC 133 prompt marks are noted as they are fed (:attr:`Screen.prompt`).
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from pyghostty.core import init_sized
 from mirror_host.capture.values import ScrollBounds, StyledArchive, TextCapture, VTCapture
 from mirror_host.control import Representation
 from mirror_host.errors import GhosttyFailure
-from mirror_host.shell.marks import MarkKind, MarkScanner, PromptMarks
+from mirror_host.shell.marks import MarkScanner, PromptMarks
 
 __all__ = ["DEFAULT_SCROLLBACK_BYTES", "DEFAULT_SCROLLBACK_LINES", "Cell", "Screen"]
 
@@ -126,7 +124,7 @@ class Screen:
         if on_reply is not None:
             self._terminal.on_reply(on_reply)
         self._marks = MarkScanner()
-        #: What the shell's OSC 133 prompt marks say, positions as libghostty saw them.
+        #: What the shell's OSC 133 prompt marks say.
         self.prompt = PromptMarks()
 
     # ------------------------------------------------------------ input
@@ -135,19 +133,9 @@ class Screen:
         """Process output from the program, noting prompt marks where they fall."""
         if not data:
             return
-        marks = self._marks.feed(data)
-        if not marks:
-            self._terminal.feed(data)
-            return
-        start = 0
-        for end, mark in marks:
-            self._terminal.feed(data[start:end])
-            start = end
-            x, y = self.cursor
-            before = self.row_text(y, x) if mark.kind is MarkKind.INPUT else ""
-            self.prompt.note(mark, x, y, before)
-        if start < len(data):
-            self._terminal.feed(data[start:])
+        self._terminal.feed(data)
+        for _end, mark in self._marks.feed(data):
+            self.prompt.note(mark)
 
     def reset(self) -> None:
         """Full reset, as RIS would do."""
@@ -350,23 +338,6 @@ class Screen:
         options.trim = False
         options.selection = selection
         return self._format(options)
-
-    def row_text(self, y: int, stop: int) -> str:
-        """Active row ``y`` left of column ``stop``, trailing blanks trimmed."""
-        if stop <= 0:
-            return ""
-        selection = init_sized("GhosttySelection")
-        selection.start = self._terminal.ref(0, y, "active")[0]
-        selection.end = self._terminal.ref(stop - 1, y, "active")[0]
-        return self._plain(selection, unwrap=False).rstrip()
-
-    def text_from(self, x: int, y: int) -> str:
-        """The active area from ``(x, y)`` on, soft wraps joined, trailing blanks trimmed."""
-        columns, rows = self.size
-        selection = init_sized("GhosttySelection")
-        selection.start = self._terminal.ref(x, y, "active")[0]
-        selection.end = self._terminal.ref(columns - 1, rows - 1, "active")[0]
-        return self._plain(selection, unwrap=True).rstrip()
 
     def active_text(self) -> str:
         """The live screen as plain text, one row per line."""

@@ -73,6 +73,8 @@ def served(state_dir: Path) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Without a runtime directory, the shells' directory is the state dir's own.
+        env={name: value for name, value in os.environ.items() if name != "XDG_RUNTIME_DIR"},
     )  # fmt: skip
     try:
         wait_until_serving(state_dir, process)
@@ -94,8 +96,9 @@ def test_state_files_are_private_and_serve_json_is_removed_on_exit(
     assert stat.S_IMODE((state_dir / "admin.sock").stat().st_mode) == 0o600
     assert stat.S_IMODE((state_dir / "serve.json").stat().st_mode) == 0o600
     assert stat.S_IMODE((state_dir / "lock").stat().st_mode) == 0o600
+    assert stat.S_IMODE((state_dir / "shells").stat().st_mode) == 0o700
     assert sorted(p.name for p in state_dir.iterdir()) == [
-        "admin.sock", "devices.json", "lock", "serve.json",
+        "admin.sock", "devices.json", "lock", "serve.json", "shells",
     ]  # fmt: skip
     document = json.loads((state_dir / "serve.json").read_text())
     assert set(document) == {"listen", "pid", "hostID", "hostRunID"}

@@ -5,12 +5,17 @@ a real tmux server (bash set up with ``mirror-host shell-init bash``). A phone
 routes Send the way Prowl's apps do: ``list`` with its lease, the pane's item
 without an agent must say ``task.status == "idle"`` and the host must advertise
 ``shell-send``; then ``send``. The command appends to a file, so each test
-proves the shell ran it exactly once, or not at all.
+proves the shell ran it exactly once, byte for byte, or not at all; nothing of
+it is ever typed (the shell takes it into its own line editor:
+mirror_host/shell/exchange.py). The cases of tests/integration/test_shell_send_cases.py
+cover what the screen could not show (vi modes, hidden lines, autosuggestions,
+paste widgets, abbreviations, right prompts, long lines, the race).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -29,12 +34,13 @@ from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.commands.local import LocalCommands
 from mirror_host.commands.service import CommandService
-from mirror_host.commands.shell_input import command_line
 from mirror_host.commands.tmux import TmuxCommands
 from mirror_host.host.server import Host
 from mirror_host.host.service import run_host
 from mirror_host.panes.local import LocalSource
 from mirror_host.panes.tmux import TmuxSource
+from mirror_host.shell.environment import SHELL_DIR_VARIABLE
+from mirror_host.shell.marks import MarkKind
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, started_with_nonce
 from mirror_host.terminal import Screen
 from mirror_host.wire import ControlPacket, TextFramePacket, encode_packet
@@ -61,6 +67,7 @@ class ShellRig:
     tmux_source: TmuxSource | None = None
     tmux_server: TmuxServer | None = None
     local_source: LocalSource | None = None
+    commands: LocalCommands | TmuxCommands | None = None
 
 
 def quiet_env(home: Path) -> dict[str, str]:
@@ -76,13 +83,16 @@ async def local_rig(
     shell_send: bool = True,
     env: dict[str, str] | None = None,
     backend: type[LocalCommands] = LocalCommands,
+    columns: int = 100,
+    rows: int = 30,
 ) -> AsyncIterator[ShellRig]:
     """A local pane running ``shell_command`` (the host adds its integration)."""
     home = state_dir / "home"
     home.mkdir(exist_ok=True)
     source = LocalSource(
-        [shell_command], columns=100, rows=30, cwd=str(state_dir),
+        [shell_command], columns=columns, rows=rows, cwd=str(state_dir),
         env={**quiet_env(home), **(env or {})}, shell_integration=shell_send,
+        shell_dir=state_dir / "shells",
     )  # fmt: skip
     commands = backend(source, profiles=(), shell_send=shell_send)
     async with trio.open_nursery() as nursery:
@@ -109,6 +119,7 @@ async def local_rig(
             yield ShellRig(
                 host, pane, state_dir / "out.txt", type_keys,
                 lambda: source.pane(pane).screen, advance, local_source=source,
+                commands=commands,
             )  # fmt: skip
         finally:
             nursery.cancel_scope.cancel()
@@ -128,18 +139,23 @@ def shell_init_bash(state_dir: Path) -> str:
 
 
 @asynccontextmanager
-async def tmux_rig(state_dir: Path, command: str | None = None) -> AsyncIterator[ShellRig]:
+async def tmux_rig(
+    state_dir: Path, command: str | None = None, *, fresh: bool = True
+) -> AsyncIterator[ShellRig]:
     """A tmux pane running ``command``: by default bash with ``mirror-host shell-init bash``.
 
-    The server and the pane start before the host follows them.
+    The server and the pane start before the host follows them; with ``fresh``
+    the pane's program is started again once the host has put its nonce and
+    directory in tmux's global environment (as a new window would be).
     """
     server = TmuxServer(state_dir)
     server.env["HOME"] = str(state_dir)
     server.start()
+    program = command or shell_init_bash(state_dir)
     server.tmux("new-session", "-d", "-s", "shell", "-x", "100", "-y", "30", "-c", str(state_dir),
-                command or shell_init_bash(state_dir))  # fmt: skip
+                program)  # fmt: skip
     target = "shell:0.0"
-    source = TmuxSource(socket_name=server.name)
+    source = TmuxSource(socket_name=server.name, shell_dir=state_dir / "shells")
     commands = TmuxCommands(source, profiles=())
     try:
         async with trio.open_nursery() as nursery:
@@ -153,10 +169,14 @@ async def tmux_rig(state_dir: Path, command: str | None = None) -> AsyncIterator
             )
             await source.wait_listed()
             with trio.fail_after(10):
-                while True:
-                    found = [p for p, row in source.pane_rows() if row.session_name == "shell"]
-                    if found and source.pane_screen(found[0]) is not None:
-                        break  # the host follows the pane from here on
+                while source.shell_directory is None:
+                    await trio.sleep(0.02)
+            if fresh:
+                server.tmux("respawn-pane", "-k", "-t", target, program)
+            with trio.fail_after(10):
+                while not (
+                    found := [p for p, r in source.pane_rows() if r.session_name == "shell"]
+                ):
                     await trio.sleep(0.02)
             pane = found[0]
 
@@ -172,6 +192,7 @@ async def tmux_rig(state_dir: Path, command: str | None = None) -> AsyncIterator
                 yield ShellRig(
                     host, pane, state_dir / "out.txt", type_keys,
                     lambda: source.pane_screen(pane), advance, source, server,
+                    commands=commands,
                 )  # fmt: skip
             finally:
                 nursery.cancel_scope.cancel()
@@ -209,14 +230,26 @@ async def status_becomes(
             await trio.sleep(0.1)
 
 
+def cursor_row(screen: Screen) -> str:
+    """The text of the row the cursor is on, trailing blanks trimmed."""
+    rows = screen.active_text().split("\n")
+    y = screen.cursor[1]
+    return rows[y].rstrip() if y < len(rows) else ""
+
+
 async def line_shows(setup: ShellRig, text: str, *, timeout: float = 10) -> None:
-    """Wait until the shell's command line reads ``text``."""
-    with trio.fail_after(timeout):
+    """Wait until the shell's command line (after a prompt ending ``$``, ``#``, ``%`` or
+    ``>``) reads ``text``."""
+    wanted = re.compile(r"[$#%>] " + re.escape(text) + "$" if text else r"[$#%>]$")
+    seen = None
+    with trio.move_on_after(timeout):
         while True:
             screen = setup.screen()
-            if screen is not None and command_line(screen) == text:
+            seen = cursor_row(screen) if screen is not None else None
+            if seen is not None and wanted.search(seen):
                 return
             await trio.sleep(0.02)
+    raise AssertionError(f"the command line never read {text!r}: the cursor's row is {seen!r}")
 
 
 def send_command(pane: UUID, text: str) -> c.SendCommand:
@@ -275,14 +308,16 @@ async def the_send_story(setup: ShellRig) -> None:
         assert await command(phone, send_command(setup.pane, first), sub=sub) == ran(first)
         await file_reads(setup.out, "first-42\n")
 
-        # A half-typed line: not idle, and Send types nothing.
+        # A half-typed line: the shell waits at its prompt (idle; the screen cannot
+        # know what its line holds), and the shell itself refuses the Send.
         await status_becomes(phone, sub, setup, "idle")
         await setup.type(b"echo hal")
         await line_shows(setup, "echo hal")
-        item = await status_becomes(phone, sub, setup, None)
+        await status_becomes(phone, sub, setup, "idle")
         refused = await command(phone, send_command(setup.pane, appends(setup, "no")), sub=sub)
         assert (refused["ok"], refused["error"]["code"]) == (False, "SHELL_NOT_READY")
         assert "not empty" in refused["error"]["message"]
+        assert "typed on Host" in refused["error"]["message"]
         await line_shows(setup, "echo hal")
 
         # Ctrl-U clears it: idle again.
@@ -311,7 +346,6 @@ async def test_local_bash_pane(state_dir: Path) -> None:
 @pytest.mark.skipif(not HAS_TMUX, reason="tmux is not installed")
 async def test_tmux_bash_set_up_with_shell_init(state_dir: Path) -> None:
     async with tmux_rig(state_dir) as setup:
-        await setup.advance()  # its first prompt was drawn before the host followed the pane
         await the_send_story(setup)
 
 
@@ -386,7 +420,7 @@ async def test_bad_text_is_refused_before_anything_is_typed(state_dir: Path) -> 
         async with phone_on(setup) as (phone, sub, _):
             await status_becomes(phone, sub, setup, "idle")
             for text in ("", "   ", "ls\nrm -rf /", "ls\r", "ls\tx", "printf '\x1b[2J'",
-                         "x" * 65_537, "x" * 4_000):  # fmt: skip
+                         "x" * 65_537):  # fmt: skip
                 result = await command(phone, send_command(setup.pane, text), sub=sub)
                 assert (result["ok"], result["error"]["code"]) == (False, "INVALID_ARGUMENT")
             not_argv = c.SendCommand(
@@ -537,11 +571,7 @@ async def test_sh_and_dash_panes_are_never_idle(state_dir: Path, where: str, she
         await line_starting(setup, "dash>")
         screen = setup.screen()
         assert screen is not None
-        if where == "tmux":  # started before the host: its unsigned marks are read …
-            with trio.fail_after(10):
-                while screen.prompt.waiting is None or command_line(screen) != "":
-                    await trio.sleep(0.02)
-        # … and still it is not idle, and gets nothing typed.
+        # Marks or not, it is not idle, and gets nothing typed.
         assert "no shell integration" in await refused(phone, sub, setup, "SHELL_NOT_READY")
         await trio.sleep(0.3)
         assert "typed" not in screen.active_text()
@@ -549,24 +579,28 @@ async def test_sh_and_dash_panes_are_never_idle(state_dir: Path, where: str, she
 
 @pytest.mark.skipif(not HAS_TMUX, reason="tmux is not installed")
 async def test_tmux_shells_started_after_the_host_sign_their_marks(state_dir: Path) -> None:
-    """The host hands tmux's new shells a nonce; their screens take only signed marks."""
+    """The host hands tmux's new shells a nonce and its directory: their screens take only
+    signed marks and they take phones' commands; a shell started before is told what to do."""
     got = state_dir / "got.txt"
-    async with tmux_rig(state_dir) as setup:
+    async with tmux_rig(state_dir, fresh=False) as setup:
         server, source = setup.tmux_server, setup.tmux_source
-        assert server is not None and source is not None
+        assert server is not None and source is not None and source.shell_directory is not None
         name, _, nonce = (
             server.tmux("show-environment", "-g", NONCE_VARIABLE).strip().partition("=")
         )
         assert name == NONCE_VARIABLE and is_nonce(nonce)
-        first = setup.screen()  # started before the host: it has no nonce (docs/security.md)
-        assert first is not None and not first.prompt.signed_only
+        shown = server.tmux("show-environment", "-g", SHELL_DIR_VARIABLE).strip()
+        assert shown == f"{SHELL_DIR_VARIABLE}={source.shell_directory.path}"
+        async with phone_on(setup) as (phone, sub, _):
+            # Started before the host: no nonce, no directory (docs/security.md).
+            first = setup.screen()
+            assert first is not None and not first.prompt.signed_only
+            message = await refused(phone, sub, setup, "SHELL_NOT_READY")
+            assert "shell-init bash" in message and "exec bash" in message
 
         server.tmux("new-window", "-d", "-t", "shell:", "-n", "signed", shell_init_bash(state_dir))
         with trio.fail_after(10):
-            while True:
-                found = [p for p, row in source.pane_rows() if row.window_name == "signed"]
-                if found and source.pane_screen(found[0]) is not None:
-                    break
+            while not (found := [p for p, r in source.pane_rows() if r.window_name == "signed"]):
                 await trio.sleep(0.02)
         pane = found[0]
 
@@ -585,7 +619,6 @@ async def test_tmux_shells_started_after_the_host_sign_their_marks(state_dir: Pa
         async with phone_on(signed) as (phone, sub, _):
             screen = signed.screen()
             assert screen is not None and screen.prompt.signed_only
-            await signed.advance()
             await status_becomes(phone, sub, signed, "idle")
             text = appends(signed, "signed")
             assert await command(phone, send_command(pane, text), sub=sub) == ran(text)
@@ -626,6 +659,7 @@ async def test_the_nonce_stays_in_the_shell(state_dir: Path, shell: str) -> None
         inherited = env_file.read_text()
         assert "PATH=" in inherited
         assert NONCE_VARIABLE not in inherited and nonce not in inherited
+        assert SHELL_DIR_VARIABLE not in inherited
 
 
 @pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
@@ -662,7 +696,9 @@ async def test_send_is_refused_where_shell_send_is_not_advertised(state_dir: Pat
         async with phone_on(setup) as (phone, sub, capabilities):
             assert "shell-send" not in capabilities
             with trio.fail_after(10):  # the shell waits at its prompt: the backend would run it
-                while (screen := setup.screen()) is None or screen.prompt.waiting is None:
+                while (screen := setup.screen()) is None or (
+                    screen.prompt.signed is None or screen.prompt.signed.kind is not MarkKind.INPUT
+                ):
                     await trio.sleep(0.02)
             await line_shows(setup, "")
             result = await command(phone, send_command(setup.pane, appends(setup, "x")), sub=sub)

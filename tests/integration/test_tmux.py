@@ -20,6 +20,7 @@ from mirror_host.client.client import MirrorClient, login
 from mirror_host.errors import PaneSourceError
 from mirror_host.host.server import Host
 from mirror_host.panes.tmux import TmuxSource
+from mirror_host.shell.environment import SHELL_DIR_VARIABLE
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, started_with_nonce
 from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
@@ -437,3 +438,47 @@ async def test_the_source_hands_tmux_one_nonce_and_keeps_a_valid_one(
 async def test_without_signed_marks_tmux_gets_no_nonce(tmux_server: TmuxServer) -> None:
     await _listed_once(TmuxSource(socket_name=tmux_server.name, sign_marks=False))
     assert _global_nonce(tmux_server) is None
+
+
+def _global_shell_dir(server: TmuxServer) -> str | None:
+    """``MIRROR_HOST_SHELL_DIR`` in the server's global environment, if set."""
+    try:
+        shown = server.tmux("show-environment", "-g", SHELL_DIR_VARIABLE).strip()
+    except subprocess.CalledProcessError:
+        return None
+    name, _, value = shown.partition("=")
+    return value if name == SHELL_DIR_VARIABLE else None
+
+
+@pytest.mark.slow
+async def test_the_source_names_its_shell_directory_and_keeps_a_usable_one(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """New shells learn where phones' commands come from; a usable directory already
+    named is kept (and used), one that is not private is replaced."""
+    ours = tmp_path / "ours"
+    source = TmuxSource(socket_name=tmux_server.name, shell_dir=ours)
+    await _listed_once(source)
+    assert _global_shell_dir(tmux_server) == str(ours)
+    assert source.shell_directory is not None and source.shell_directory.path == ours
+    assert ours.stat().st_mode & 0o777 == 0o700
+    # Another host (another state directory) on the same server uses the one named.
+    other = TmuxSource(socket_name=tmux_server.name, shell_dir=tmp_path / "other")
+    await _listed_once(other)
+    assert other.shell_directory is not None and other.shell_directory.path == ours
+    assert not (tmp_path / "other").exists()
+    # One others could write to is not used, nor kept.
+    os.chmod(ours, 0o777)
+    third = TmuxSource(socket_name=tmux_server.name, shell_dir=tmp_path / "third")
+    await _listed_once(third)
+    assert _global_shell_dir(tmux_server) == str(tmp_path / "third")
+    os.chmod(ours, 0o700)
+
+
+@pytest.mark.slow
+async def test_without_shell_send_tmux_gets_no_shell_directory(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    source = TmuxSource(socket_name=tmux_server.name, sign_marks=False, shell_dir=tmp_path / "d")
+    await _listed_once(source)
+    assert _global_shell_dir(tmux_server) is None and source.shell_directory is None

@@ -85,7 +85,7 @@ DOORS: dict[str, frozenset[str]] = {
         }
     ),
     "terminal": frozenset({"shell", "control", "capture", "limits", "errors"}),
-    "shell": frozenset({"agents"}),
+    "shell": frozenset({"agents", "files"}),
     "agents": frozenset(),
     "session": frozenset({"auth", "control", "wire", "capture", "limits", "errors"}),
     "tls": frozenset({"errors"}),

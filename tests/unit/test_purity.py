@@ -67,6 +67,7 @@ PURE_MODULES = [
     "mirror_host.shell.verdict",
     "mirror_host.shell.integration",
     "mirror_host.shell.environment",
+    "mirror_host.shell.exchange",
     "mirror_host.system_service.units",
 ]
 FORBIDDEN = ["trio", "socket", "ssl", "subprocess", "asyncio", "threading"]

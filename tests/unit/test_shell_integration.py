@@ -16,6 +16,8 @@ from mirror_host.cli import build_parser, load_settings, main
 from mirror_host.config import Layer, build_config, render_toml
 from mirror_host.config_file import env_layer
 from mirror_host.errors import ConfigError
+from mirror_host.shell.environment import SHELL_DIR_VARIABLE
+from mirror_host.shell.exchange import TRIGGER
 from mirror_host.shell.inject import ShellIntegration, plain_shell
 from mirror_host.shell.integration import SHELL_NAMES, snippet
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
@@ -212,3 +214,59 @@ def test_a_process_started_with_a_nonce_is_known_by_it() -> None:
             assert started_with_nonce(child.pid) is None
         finally:
             child.kill()
+
+
+def test_every_snippet_binds_the_trigger_in_every_keymap() -> None:
+    """CSI I (:data:`~mirror_host.shell.exchange.TRIGGER`) in each editing mode."""
+    bash, zsh, fish = snippet("bash"), snippet("zsh"), snippet("fish")
+    assert TRIGGER == b"\x1b[I"
+    assert "for __mirror_host_map in emacs vi-insert vi-command" in bash
+    assert '"\\e[I": "\\e[>mhA\\e[>mhB"' in bash and "-x '\"\\e[>mhA\": __mirror_host_take'" in bash
+    for keymap in ("emacs", "viins", "vicmd"):
+        assert f"bindkey -M {keymap} '\\e[I' __mirror_host_take" in zsh
+    assert "zle .accept-line" in zsh  # the builtin widget: no user wrapper of it runs
+    assert "for mode in default insert visual" in fish and "bind -M $mode \\e\\[I" in fish
+    for text in (bash, zsh, fish):
+        assert SHELL_DIR_VARIABLE in text and "__mirror_host_dir" in text
+
+
+@pytest.mark.parametrize(
+    ("shell", "argv"),
+    [
+        pytest.param(
+            "bash", ["bash", "--norc", "--noprofile", "-i", "-c"],
+            marks=pytest.mark.skipif(not shutil.which("bash"), reason="no bash"),
+        ),
+        pytest.param(
+            "zsh", ["zsh", "-f", "-i", "-c"],
+            marks=pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh"),
+        ),
+        pytest.param(
+            "fish", ["fish", "--no-config", "-i", "-c"],
+            marks=pytest.mark.skipif(not shutil.which("fish"), reason="no fish"),
+        ),
+    ],
+)  # fmt: skip
+@pytest.mark.timeout(20)
+def test_registering_is_silent_and_needs_the_directory(
+    tmp_path: Path, shell: str, argv: list[str]
+) -> None:
+    """At every prompt the shell touches ``<dir>/<pid>.prompt``; a directory that is
+    missing (removed, not made yet) must never print anything at a prompt."""
+    (tmp_path / "mh").write_text(snippet(shell))
+    shells = tmp_path / "shells"
+    for present in (False, True):
+        if present:
+            shells.mkdir(mode=0o700)
+        environ = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                   "TERM": "dumb", SHELL_DIR_VARIABLE: str(shells)}  # fmt: skip
+        pid = "$fish_pid" if shell == "fish" else "$$"
+        script = f"source ./mh; __mirror_host_register; echo {pid}"
+        result = subprocess.run(
+            [*argv, script], cwd=tmp_path, env=environ, capture_output=True, text=True,
+            timeout=10,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "shells" not in result.stderr and "No such file" not in result.stderr
+        pid_number = result.stdout.strip().splitlines()[-1]
+        assert (shells / f"{pid_number}.prompt").exists() is present

@@ -1,21 +1,19 @@
-"""OSC 133 prompt marks: the scanner, their positions on a libghostty screen, and the
-verdict on an empty prompt."""
+"""OSC 133 prompt marks: the scanner, what a libghostty screen notes of them, and the
+verdict before a phone's command is handed to a shell."""
 
 from __future__ import annotations
 
 import pytest
 
 from mirror_host.agents import ForegroundProcess
-from mirror_host.commands.shell_input import command_line
 from mirror_host.shell.marks import Mark, MarkKind, MarkScanner, PromptMarks, parse_mark
 from mirror_host.shell.verdict import (
     BUSY,
     NOT_READY,
     PaneForeground,
+    ShellEvidence,
     ShellReading,
     command_problem,
-    display_width,
-    fits,
     foreground_status,
     read_shell,
     send_options_problem,
@@ -79,7 +77,7 @@ def test_an_a_mark_mid_line_moves_libghostty_to_a_fresh_line_a_p_mark_does_not()
         screen = Screen(20, 4)
         screen.feed(b"foo\x1b]" + mark + b"\x07$ \x1b]133;B\x07")
         assert screen.cursor == cursor
-        assert screen.prompt.waiting is not None and screen.prompt.waiting.x == cursor[0]
+        assert screen.prompt.waiting
 
 
 def test_parse_mark() -> None:
@@ -88,42 +86,33 @@ def test_parse_mark() -> None:
     assert parse_mark(b"2;133;A") is None
 
 
-def test_the_screen_notes_marks_where_libghostty_has_the_cursor() -> None:
+def test_the_screen_notes_marks_however_the_output_is_split() -> None:
     data = b"out\r\n\x1b[32mhost\x1b[0m \x1b]133;P;k=i\x07\xe6\x97\xa5$ \x1b]133;B\x07"
     whole = Screen(20, 4)
     whole.feed(data)
-    mark = whole.prompt.waiting
-    assert mark is not None and (mark.x, mark.y) == whole.cursor == (9, 1)
-    assert mark.before == "host 日$"
+    assert whole.prompt.waiting and whole.cursor == (9, 1)
     for cut in range(len(data)):
         split = Screen(20, 4)
         split.feed(data[:cut])
         split.feed(data[cut:])
-        assert split.prompt.waiting == mark, cut
+        assert split.prompt.last == whole.prompt.last and split.cursor == whole.cursor, cut
 
 
 def test_prompt_marks_say_waiting_or_running() -> None:
     marks = PromptMarks()
-    assert marks.waiting is None and not marks.running
-    marks.note(A, 0, 0, "")
-    marks.note(B, 2, 0, "$")
-    waiting = marks.waiting
-    assert waiting is not None and (waiting.x, waiting.y, waiting.serial) == (2, 0, 2)
-    marks.note(B, 2, 0, "$")  # doubled by a second integration: still waiting, a newer mark
-    assert marks.waiting is not None and marks.waiting.serial == 3
-    marks.note(C, 0, 1, "")
-    assert marks.waiting is None and marks.running
-    marks.note(D, 0, 2, "")
-    assert marks.waiting is None and not marks.running
-    marks.note(B, 2, 3, "$")
+    assert not marks.waiting and not marks.running
+    marks.note(A)
+    marks.note(B)
+    assert marks.waiting and not marks.running
+    marks.note(B)  # doubled by a second integration: still waiting
+    assert marks.waiting
+    marks.note(C)
+    assert not marks.waiting and marks.running
+    marks.note(D)
+    assert not marks.waiting and not marks.running
+    marks.note(B)
     marks.forget()
-    assert marks.waiting is None and marks.last is None
-
-
-def screen_at_prompt(typed: bytes = b"") -> Screen:
-    screen = Screen(30, 5)
-    screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07" + typed)
-    return screen
+    assert not marks.waiting and marks.last is None
 
 
 def in_front(*processes: ForegroundProcess, shell: int = BASH.pid) -> PaneForeground:
@@ -132,69 +121,76 @@ def in_front(*processes: ForegroundProcess, shell: int = BASH.pid) -> PaneForegr
     return PaneForeground(shell_pid=shell, group=group, processes=processes)
 
 
-def verdict(screen: Screen, processes: tuple[ForegroundProcess, ...] = (BASH,)) -> ShellReading:
-    return read_shell(
-        in_front(*processes), screen.prompt, line=command_line(screen), cursor=screen.cursor
-    )
+def verdict(
+    screen: Screen,
+    processes: tuple[ForegroundProcess, ...] = (BASH,),
+    *,
+    registered: bool = False,
+) -> ShellReading:
+    return read_shell(in_front(*processes), ShellEvidence(screen.prompt, registered))
 
 
-def test_an_empty_prompt_is_idle_and_ready() -> None:
-    reading = verdict(screen_at_prompt())
+def signed_screen(marks: bytes = b"") -> Screen:
+    """A screen whose shell signs its marks (as a local pane's does)."""
+    screen = Screen(30, 5)
+    screen.prompt.expect(NONCE, known=True)
+    screen.feed(marks)
+    return screen
+
+
+def test_a_signed_b_is_idle_and_ready() -> None:
+    reading = verdict(signed_screen(signed(b"133;P;k=i") + b"$ " + signed(b"133;B")))
     assert (reading.status, reading.code, reading.ready) == ("idle", None, True)
-    assert reading.shell == BASH and reading.mark is not None
+    assert reading.shell == BASH
 
 
-@pytest.mark.parametrize(
-    ("typed", "why"),
-    [
-        (b"git sta", "not empty"),  # half-typed
-        (b"git sta\x08\x08\x08\x1b[K", "not empty"),  # partly erased
-        (b" \x08", ""),  # erased again: empty (checked below)
-    ],
-)
-def test_a_line_with_text_is_not_idle(typed: bytes, why: str) -> None:
-    reading = verdict(screen_at_prompt(typed))
-    if why:
+def test_text_on_the_line_is_for_the_shell_to_refuse() -> None:
+    """The screen cannot tell typed text from a suggestion, a right prompt or output that
+    hid it: a waiting shell is idle, and refuses the command itself if its line has text."""
+    for typed in (b"git sta", b"make test\r\x1b[2C", b"\x1b[2m suggested\x1b[0m"):
+        screen = signed_screen(signed(b"133;P;k=i") + b"$ " + signed(b"133;B") + typed)
+        assert verdict(screen).ready
+
+
+def test_without_a_signed_mark_the_registration_decides() -> None:
+    """A tmux pane nobody watches (no marks read), or no signed mark yet."""
+    unread = ShellEvidence(marks=None, registered=True)
+    assert read_shell(in_front(BASH), unread).ready
+    drawing = signed_screen(signed(b"133;D;0") + signed(b"133;P;k=i"))  # the prompt is drawn
+    assert verdict(drawing, registered=True).ready
+    for evidence in (ShellEvidence(None, False), ShellEvidence(signed_screen().prompt, False)):
+        reading = read_shell(in_front(BASH), evidence)
         assert (reading.status, reading.code) == (None, NOT_READY)
-        assert why in reading.message
-    else:
-        assert reading.ready
+        assert "shell-init bash" in reading.message and "exec bash" in reading.message
+    # A signed C outweighs a registration: the shell runs a command itself.
+    running = signed_screen(signed(b"133;B") + b"read x\r\n" + signed(b"133;C"))
+    assert (verdict(running, registered=True).status, verdict(running).code) == ("running", BUSY)
 
 
-def test_a_recalled_line_after_the_cursor_is_not_idle() -> None:
-    # Text after the cursor (a recalled line, the cursor moved back to the start).
-    reading = verdict(screen_at_prompt(b"make test\r\x1b[2C"))
-    assert reading.code == NOT_READY
-
-
-def test_nothing_unproven_is_idle() -> None:
+def test_unsigned_marks_prove_nothing() -> None:
+    """A shell that does not sign (no nonce) may have had its marks printed by anyone."""
     plain = Screen(30, 5)
-    plain.feed(b"$ ")
-    assert verdict(plain).code == NOT_READY and "shell-init bash" in verdict(plain).message
-    scrolled = screen_at_prompt()
-    scrolled.feed(b"\r\n" * 6 + b"$ ")  # the prompt scrolled away and something else is there
-    assert verdict(scrolled).code == NOT_READY
-    assert verdict(screen_at_prompt(), ()).code == NOT_READY
-    alternate = screen_at_prompt(b"\x1b[?1049h")
-    assert verdict(alternate).code == NOT_READY
+    plain.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07")
+    assert plain.prompt.waiting and verdict(plain).code == NOT_READY
+    assert verdict(plain, ()).code == NOT_READY
 
 
 def test_running_jobs_and_commands_are_running() -> None:
     sleep = ForegroundProcess(pid=11, name="sleep", argv=("sleep", "5"))
-    reading = verdict(screen_at_prompt(), (sleep,))
+    reading = verdict(signed_screen(signed(b"133;B")), (sleep,))
     assert (reading.status, reading.code) == ("running", BUSY)
     assert "sleep is running" in reading.message
     # The shell runs something itself (`read`, a builtin): its C mark says so.
-    builtin = screen_at_prompt(b"read x\r\n\x1b]133;C\x07")
+    builtin = signed_screen(signed(b"133;B") + b"read x\r\n" + signed(b"133;C"))
     assert (verdict(builtin).status, verdict(builtin).code) == ("running", BUSY)
     # A helper sharing the shell's group does not make it busy.
     helper = ForegroundProcess(pid=12, name="fish", argv=("fish", "-c", "update"))
-    assert verdict(screen_at_prompt(), (BASH, helper)).ready
+    assert verdict(signed_screen(signed(b"133;B")), (BASH, helper)).ready
 
 
 def test_an_agent_in_the_foreground_gets_no_shell_command() -> None:
     claude = ForegroundProcess(pid=13, name="claude", argv=("claude",))
-    reading = verdict(screen_at_prompt(), (claude,))
+    reading = verdict(signed_screen(signed(b"133;B")), (claude,))
     assert reading.code == BUSY and reading.status is None and "Claude Code" in reading.message
 
 
@@ -220,16 +216,6 @@ def test_good_command_lines_and_options() -> None:
         {"trailing_enter": True, "wait": False, "capture_output": False, "source": "stdin"},
     ):
         assert send_options_problem(**options) is not None  # type: ignore[arg-type]
-
-
-def test_a_command_must_fit_on_the_screen_after_the_prompt() -> None:
-    screen = screen_at_prompt()
-    mark = screen.prompt.waiting
-    assert mark is not None
-    assert display_width("日本e\u0301") == 5
-    assert fits("x" * (30 * 5 - 3), mark, 30, 5)
-    assert not fits("x" * (30 * 5 - 2), mark, 30, 5)
-    assert not fits("日" * 74, mark, 30, 5)
 
 
 # ---------------------------------------------------------------- signed marks
@@ -269,7 +255,7 @@ def test_libghostty_reads_signed_marks_as_it_reads_plain_ones() -> None:
         assert marked.active_text() == plain.active_text()
         assert marked.prompt.waiting == plain.prompt.waiting
         assert marked.prompt.running == plain.prompt.running
-    assert marked.prompt.waiting is not None and marked.cursor == (6, 2)
+    assert marked.prompt.waiting and marked.cursor == (6, 2)
 
 
 def test_a_screen_whose_shell_signs_ignores_marks_without_its_nonce() -> None:
@@ -278,19 +264,19 @@ def test_a_screen_whose_shell_signs_ignores_marks_without_its_nonce() -> None:
     assert screen.prompt.signed_only
     # Unsigned marks (no shell drew them) never open a prompt.
     screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07")
-    assert screen.prompt.waiting is None and screen.prompt.last is None
+    assert not screen.prompt.waiting and screen.prompt.last is None
     screen.feed(b"\r\n" + signed(b"133;P;k=i") + b"$ " + signed(b"133;B"))
-    assert screen.prompt.waiting is not None
+    assert screen.prompt.waiting
     # The shell's own C, then a program prints a prompt and reads: still running.
     screen.feed(b"read x\r\n" + signed(b"133;C") + b"forged\x1b]133;D\x07\x1b]133;A\x07")
     screen.feed(b"> \x1b]133;B\x07" + signed(b"133;B", "f" * 32))  # another nonce: not ours
-    assert screen.prompt.running and screen.prompt.waiting is None
-    reading = verdict(screen)
+    assert screen.prompt.running and not screen.prompt.waiting
+    reading = verdict(screen, registered=True)
     assert (reading.status, reading.code) == ("running", BUSY)
-    # Without the nonce (a shell that does not sign), the forgery would have counted.
+    # Without the nonce (a shell that does not sign), the forgery proves nothing.
     unsigned = Screen(40, 6)
     unsigned.feed(b"\x1b]133;C\x07forged\x1b]133;D\x07\x1b]133;A\x07> \x1b]133;B\x07")
-    assert verdict(unsigned).ready
+    assert unsigned.prompt.waiting and not verdict(unsigned).ready
 
 
 def test_a_screen_that_may_sign_takes_unsigned_marks_until_a_signed_one() -> None:
@@ -298,11 +284,13 @@ def test_a_screen_that_may_sign_takes_unsigned_marks_until_a_signed_one() -> Non
     screen = Screen(40, 6)
     screen.prompt.expect(NONCE, known=False)
     screen.feed(b"\x1b]133;A\x07$ \x1b]133;B\x07")
-    assert not screen.prompt.signed_only and screen.prompt.waiting is not None
+    assert not screen.prompt.signed_only and screen.prompt.waiting
+    assert screen.prompt.signed is None  # unsigned: no evidence
     screen.feed(b"ls\r\n" + signed(b"133;C"))
     assert screen.prompt.signed_only and screen.prompt.running
+    assert screen.prompt.signed == Mark(MarkKind.COMMAND, ("mh=" + NONCE,))
     screen.feed(b"\x1b]133;D\x07\x1b]133;A\x07$ \x1b]133;B\x07")
-    assert screen.prompt.running and screen.prompt.waiting is None
+    assert screen.prompt.running and not screen.prompt.waiting
 
 
 # ---------------------------------------------------------------- the pane's own shell
@@ -312,7 +300,7 @@ SHELL_PANE = 10  # BASH.pid: the process the host started in the pane
 
 def test_the_foreground_must_be_the_panes_own_shell() -> None:
     """Groups that are not the pane's shell, crafted as /proc would list them."""
-    screen = screen_at_prompt()  # a prompt with nothing typed, as a forged one would look
+    evidence = ShellEvidence(signed_screen(signed(b"133;B")).prompt, registered=True)
     inner = ForegroundProcess(pid=21, name="bash", argv=("bash", "-c", "sleep 5; true"))
     sleep = ForegroundProcess(pid=22, name="sleep", argv=("sleep", "5"))
     subshell = ForegroundProcess(pid=20, name="bash", argv=("bash",))
@@ -332,15 +320,12 @@ def test_the_foreground_must_be_the_panes_own_shell() -> None:
         (PaneForeground(SHELL_PANE, None, ()), None, NOT_READY),
     ]
     for foreground, status, code in cases:
-        reading = read_shell(foreground, screen.prompt, line="", cursor=screen.cursor)
+        reading = read_shell(foreground, evidence)
         assert (reading.status, reading.code, reading.ready) == (status, code, False), foreground
-    assert (
-        "Another shell (bash"
-        in read_shell(cases[1][0], screen.prompt, line="", cursor=screen.cursor).message
-    )
+    assert "Another shell (bash" in read_shell(cases[1][0], evidence).message
     # Only the pane's own shell, leading its own group (helpers may share it), is ready.
     own = PaneForeground(SHELL_PANE, SHELL_PANE, (BASH, helper))
-    assert read_shell(own, screen.prompt, line="", cursor=screen.cursor).ready
+    assert read_shell(own, evidence).ready
     # `list` without a screen proves a job from the foreground alone.
     assert foreground_status(cases[0][0]) == "running"
     assert foreground_status(own) is None
@@ -352,9 +337,10 @@ def test_the_foreground_must_be_the_panes_own_shell() -> None:
 def test_only_bash_zsh_and_fish_can_be_idle(name: str) -> None:
     """Shells without an integration: a mark in them can only have been printed."""
     shell = ForegroundProcess(pid=SHELL_PANE, name=name, argv=(name,))
-    reading = verdict(screen_at_prompt(), (shell,))
+    screen = signed_screen(signed(b"133;B"))
+    reading = verdict(screen, (shell,), registered=True)
     assert (reading.status, reading.code) == (None, NOT_READY)
     assert "no shell integration" in reading.message
     for sendable in ("bash", "-bash", "zsh", "fish"):
         process = ForegroundProcess(pid=SHELL_PANE, name=sendable, argv=(sendable,))
-        assert verdict(screen_at_prompt(), (process,)).ready
+        assert verdict(screen, (process,)).ready
