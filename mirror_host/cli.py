@@ -27,6 +27,7 @@ from mirror_host.cli_service import add_service_commands
 from mirror_host.config import (
     LOG_FORMATS,
     LOG_LEVELS,
+    SETTINGS,
     SOURCE_KINDS,
     Config,
     OnProblem,
@@ -513,35 +514,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_FLAG_KEYS = {
-    "state_dir": "state.dir",
-    "log_level": "log.level",
-    "log_format": "log.format",
-    "log_packets": "log.packets",
-    "source": "source.kind",
-    "listen": "server.listen",
-    "advertise_address": "server.advertise_address",
-    "local_command": "local.commands",
-    "local_size": "local.size",
-    "local_respawn": "local.respawn",
-    "herdr_socket": "herdr.socket",
-    "herdr_session": "herdr.session",
-    "herdr_bin": "herdr.bin",
-    "tmux_socket": "tmux.socket_name",
-    "tmux_socket_path": "tmux.socket_path",
-    "shell_send": "commands.shell_send",
-    "agliteterm_socket": "agliteterm.socket",
-    "agliteterm_command": "agliteterm.command",
-}
-
-
 def load_settings(args: argparse.Namespace, *, on_problem: OnProblem = None) -> Config:
     """The effective settings for ``args`` (defaults < file < environment < flags).
 
     Raises:
         ConfigError: an unknown or invalid setting (unless ``on_problem`` takes it).
     """
-    flags = {key: getattr(args, attr, None) for attr, key in _FLAG_KEYS.items()}
+    flags = {
+        key: getattr(args, setting.flag.dest, None)
+        for key, setting in SETTINGS.items()
+        if setting.flag is not None
+    }
     return load_config(
         config_path=getattr(args, "config", None), flags=flags, on_problem=on_problem
     )

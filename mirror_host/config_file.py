@@ -15,19 +15,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mirror_host.config import (
-    KEYS,
+    CONFIG_VARIABLE,
+    ENV_PREFIX,
+    SETTINGS,
     Config,
     Layer,
     OnProblem,
     build_config,
     flatten_table,
-    from_environment,
 )
 from mirror_host.errors import ConfigError
 from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
 __all__ = [
-    "ENV_PREFIX",
     "default_config_path",
     "default_state_dir",
     "env_layer",
@@ -35,10 +35,9 @@ __all__ = [
     "read_config_file",
 ]
 
-ENV_PREFIX = "MIRROR_HOST_"
 #: Names under the prefix that are not settings: the config file's path, the
 #: service's marker, and what the shell integration hands to shells.
-_ENV_RESERVED = frozenset({"MIRROR_HOST_CONFIG", SERVICE_MARKER, *INJECTED_VARIABLES})
+_ENV_RESERVED = frozenset({CONFIG_VARIABLE, SERVICE_MARKER, *INJECTED_VARIABLES})
 
 
 def _home() -> Path:
@@ -126,32 +125,23 @@ def env_layer(environ: Mapping[str, str], *, on_problem: OnProblem = None) -> La
         ConfigError: a ``MIRROR_HOST_*`` variable that names no setting; unless
             ``on_problem`` is given: it is told, and the variable is left out.
     """
-    by_env = {ENV_PREFIX + key.replace(".", "_").upper(): key for key in KEYS}
+    by_env = {setting.env: setting for setting in SETTINGS.values()}
     values: dict[str, object] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
             continue
         try:
-            key = by_env.get(name)
-            if key is None:
+            setting = by_env.get(name)
+            if setting is None:
                 raise ConfigError(name, "unknown setting", origin="environment")
             try:
-                value = from_environment(key, raw)
+                values[setting.key] = setting.type.from_text(raw)
             except ValueError as exc:
                 raise ConfigError(name, str(exc), origin="environment") from exc
-            if key == "local.commands" and raw.lstrip().startswith("["):
-                try:
-                    value = tomllib.loads(f"v = {raw}")["v"]
-                except tomllib.TOMLDecodeError as exc:
-                    raise ConfigError(
-                        name, f"not a TOML array: {exc}", origin="environment"
-                    ) from exc
         except ConfigError as exc:
             if on_problem is None:
                 raise
             on_problem(exc)
-            continue
-        values[key] = value
     return Layer("environment", values)
 
 
@@ -174,9 +164,9 @@ def load_config(
     """
     env = os.environ if environ is None else environ
     defaults = Layer("default", {"state.dir": str(default_state_dir())})
-    explicit = config_path or env.get("MIRROR_HOST_CONFIG")
+    explicit = config_path or env.get(CONFIG_VARIABLE)
     path = Path(explicit).expanduser() if explicit else default_config_path()
-    named_by = "--config" if config_path else "MIRROR_HOST_CONFIG" if explicit else "config file"
+    named_by = "--config" if config_path else CONFIG_VARIABLE if explicit else "config file"
     file_layer = read_config_file(
         path, required=bool(explicit), named_by=named_by, on_problem=on_problem
     )
@@ -200,21 +190,13 @@ def load_config(
     return _paths_expanded(config)
 
 
-#: The path settings besides ``state.dir``: ``~`` in them is expanded once, here, so
-#: ``check-config`` shows each as it is used (as it shows ``state.dir``).
-_PATH_SETTINGS = (
-    ("herdr", "socket"),
-    ("herdr", "bin"),
-    ("tmux", "socket_path"),
-    ("agliteterm", "socket"),
-)
-
-
 def _paths_expanded(config: Config) -> Config:
-    for room_name, field in _PATH_SETTINGS:
-        room = getattr(config, room_name)
-        value = getattr(room, field)
-        if isinstance(value, str) and value.startswith("~"):
-            expanded = dataclasses.replace(room, **{field: os.path.expanduser(value)})
-            config = dataclasses.replace(config, **{room_name: expanded})
+    """``~`` in every path setting expanded once, here, so ``check-config`` shows
+    each as it is used (as it shows ``state.dir``)."""
+    for setting in SETTINGS.values():
+        value = setting.value_in(config)
+        if setting.path is not None and isinstance(value, str) and value.startswith("~"):
+            room = getattr(config, setting.room)
+            expanded = dataclasses.replace(room, **setting.assignments(os.path.expanduser(value)))
+            config = dataclasses.replace(config, **{setting.room: expanded})
     return config

@@ -67,7 +67,7 @@ DOORS: dict[str, frozenset[str]] = {
             "errors",
         }
     ),
-    "system_service": frozenset({"shell", "files", "errors"}),
+    "system_service": frozenset({"shell", "config", "files", "errors"}),
     "commands": frozenset(
         {"panes", "terminal", "shell", "agents", "session", "config", "control", "errors"}
     ),
