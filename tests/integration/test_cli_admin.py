@@ -19,7 +19,7 @@ import trio
 
 from mirror_host.auth.qr import parse_pairing_payload
 from mirror_host.cli import build_parser
-from mirror_host.cli_serve import _warn_about_ignored_flags
+from mirror_host.cli.serve import _warn_about_ignored_flags
 from mirror_host.client.client import HandshakeFailed, login, pair_device
 from mirror_host.host.store import DeviceStore
 from tests.integration.mirror_helpers import list_panes
@@ -541,7 +541,7 @@ async def test_revoke_takes_a_unique_prefix_online_and_offline(
 
 
 def test_match_device_id_wants_one_match() -> None:
-    from mirror_host.cli_admin import match_device_id
+    from mirror_host.host.revocation import match_device_id
 
     known = ["3F2A9C1B-0000-4000-8000-000000000001", "3F2A0000-0000-4000-8000-000000000002"]
     assert match_device_id("3f2a9", known) == (known[0], "")
@@ -651,7 +651,7 @@ def test_bare_mirror_host_prints_the_help_and_every_command_has_examples() -> No
 
 
 async def test_a_source_that_cannot_start_stops_serve_with_its_own_error(state_dir: Path) -> None:
-    from mirror_host.cli_serve import _main
+    from mirror_host.cli.serve import _main
     from mirror_host.errors import PaneSourceError
     from mirror_host.panes.local import LocalSource
     from tests.integration.conftest import host_config

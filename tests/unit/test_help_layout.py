@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from mirror_host.cli import build_parser
-from mirror_host.cli_help import HelpFormatter
+from mirror_host.cli.help import HelpFormatter
 
 
 def every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
