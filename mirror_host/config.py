@@ -401,7 +401,7 @@ class LogSettings:
         flag=Flag(
             "--log-packets",
             "log each packet of a logged-in connection as hex, for `wire decode`; the log "
-            "then holds every screen and every key typed (docs/security.md): debugging only",
+            "then holds every screen and every key typed (security.md, below): debugging only",
             kind="on",
         ),
     )
@@ -558,7 +558,7 @@ class AgliteSettings:
         flag=Flag(
             "--agliteterm-socket",
             "a Unix socket that speaks agliteterm's control API (e.g. socat relaying "
-            "its pipe through npiperelay; see docs/operations.md)",
+            "its pipe through npiperelay; see operations.md below)",
             metavar="PATH",
         ),
     )

@@ -31,6 +31,7 @@ __all__ = [
     "default_config_path",
     "default_state_dir",
     "env_layer",
+    "home_problem",
     "load_config",
     "read_config_file",
 ]
@@ -60,25 +61,33 @@ def default_state_dir() -> Path:
     return Path(base) / "mirror-host"
 
 
-def _default_state_dir_problem(env: Mapping[str, str]) -> str | None:
-    """Why the default state directory cannot be used here, or ``None``.
+def home_problem(env: Mapping[str, str]) -> str | None:
+    """Why ``HOME`` cannot hold a default file of ours, or ``None``.
 
-    It lies in the home directory (unless ``XDG_STATE_HOME`` names another place
-    on Linux): an empty ``HOME`` would put it at ``/.local/state``, and a home
-    that does not exist would be created by the first ``serve`` or ``pair``.
+    An empty ``HOME`` would put it under ``/``, a relative one under the
+    current directory, and a home that does not exist would be created by the
+    first write. An unset ``HOME`` is no problem: ``Path.home()`` then asks the
+    password database.
     """
-    if sys.platform != "darwin" and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
-        return None
     home = env.get("HOME")
     if home is None:
-        return None  # Path.home() asks the password database
+        return None
     if not home:
-        problem = "HOME is empty"
-    elif not os.path.isabs(home):
-        problem = f"HOME ({home}) is not an absolute path"
-    elif not os.path.isdir(home):
-        problem = f"HOME ({home}) is not a directory that exists"
-    else:
+        return "HOME is empty"
+    if not os.path.isabs(home):
+        return f"HOME ({home}) is not an absolute path"
+    if not os.path.isdir(home):
+        return f"HOME ({home}) is not a directory that exists"
+    return None
+
+
+def _default_state_dir_problem(env: Mapping[str, str]) -> str | None:
+    """Why the default state directory cannot be used here, or ``None``: it lies in
+    the home directory, unless ``XDG_STATE_HOME`` names another place (Linux)."""
+    if sys.platform != "darwin" and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
+        return None
+    problem = home_problem(env)
+    if problem is None:
         return None
     also = "" if sys.platform == "darwin" else " (or set XDG_STATE_HOME)"
     return f"{problem}, so there is no default state directory: give --state-dir DIR{also}"

@@ -20,6 +20,8 @@ from mirror_host.cli.command import (
 )
 from mirror_host.client.address import parse_address
 from mirror_host.client.chooser import DETACH_KEY, parse_detach_key
+from mirror_host.config_file import home_problem
+from mirror_host.errors import ConfigError
 
 __all__ = ["add_parser"]
 
@@ -52,6 +54,7 @@ def add_parser(commands: Commands) -> None:
             "own): its screen is drawn here, in the alternate screen, and your keys go to it."
         ),
         epilog=_EPILOG,
+        docs=(("tools.md", "attach and conformance"),),
     )
     attach.add_argument("address", type=argument_type(parse_address), metavar="ADDRESS:PORT")
     attach.add_argument(
@@ -105,6 +108,7 @@ def run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     if args.name is not None and (problem := name_problem(args.name)):
         args.parser.error(f"--name: {problem}")
     options = options_from(args, AttachOptions)
+    _check_credentials_home()
 
     def say(message: str) -> None:
         print(f"mirror-host: {message}", file=sys.stderr, flush=True)
@@ -133,3 +137,21 @@ def run(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
         return trio.run(lambda: attach(options, say=say, show=show, ask=ask))
     except KeyboardInterrupt:
         return 130
+
+
+def _check_credentials_home() -> None:
+    """The credential file's default place (``client.credentials.default_path``) is
+    in the home directory unless ``XDG_CONFIG_HOME`` names one: refused, as the
+    state directory's is, where that home is empty or missing.
+
+    Raises:
+        ConfigError: exit status 2, said in one line by ``main``.
+    """
+    if os.environ.get("XDG_CONFIG_HOME"):
+        return
+    problem = home_problem(os.environ)
+    if problem is not None:
+        raise ConfigError(
+            "credentials",
+            f"{problem}, so there is no default credential file: set XDG_CONFIG_HOME",
+        )

@@ -35,6 +35,7 @@ def add_parser(commands: Commands) -> None:
             "naming it and where it came from (exit status 2)."
         ),
         epilog=_EXAMPLES,
+        docs=(("operations.md", "every setting, and where each is read from"),),
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     add_settings_group(check)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar
 
-from mirror_host.cli.help import HelpFormatter
+from mirror_host.cli.help import HelpFormatter, documentation
 from mirror_host.host.admin_client import NoHostRunning, admin_request
 
 if TYPE_CHECKING:
@@ -49,8 +49,12 @@ def add_command(
     help: str,
     description: str,
     epilog: str | None = None,
+    docs: tuple[tuple[str, str], ...] = (),
 ) -> argparse.ArgumentParser:
-    """A sub-command's parser, laid out by :class:`HelpFormatter`, that runs ``run``."""
+    """A sub-command's parser, laid out by :class:`HelpFormatter`, that runs ``run``;
+    its help ends with the documentation files ``docs`` names, ``(file, what for)``."""
+    if docs:
+        epilog = f"{epilog}\n{documentation(*docs)}" if epilog else documentation(*docs)
     parser = commands.add_parser(
         name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter
     )

@@ -51,6 +51,7 @@ def add_parser(commands: Commands) -> None:
         description="Check any Prowl mirror host (mirror-host or Prowl's own) against the "
         "remote-mirror protocol.",
         epilog=_EPILOG,
+        docs=(("tools.md", "attach and conformance"),),
     )
     conformance.add_argument(
         "address", nargs="?", type=argument_type(parse_address), metavar="ADDRESS:PORT"

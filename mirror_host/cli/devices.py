@@ -34,6 +34,7 @@ def add_parser(commands: Commands) -> None:
             "Without a running host it reads the device store and says so."
         ),
         epilog=_EXAMPLES,
+        docs=(("operations.md", "the device store, and every setting"),),
     )
     devices.add_argument(
         "--json",

@@ -39,6 +39,7 @@ def add_parser(commands: Commands) -> None:
             "the code expires; Ctrl-C closes the window. A newer window replaces the code."
         ),
         epilog=_EXAMPLES,
+        docs=(("operations.md", "pairing, and every setting"),),
     )
     pair.add_argument(
         "--json",

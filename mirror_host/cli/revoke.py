@@ -32,6 +32,7 @@ def add_parser(commands: Commands) -> None:
             "host too (it rewrites the device store)."
         ),
         epilog=_EXAMPLES,
+        docs=(("operations.md", "the device store, and every setting"),),
     )
     revoke.add_argument(
         "device_id",

@@ -24,8 +24,8 @@ logger = logging.getLogger("mirror_host.serve")
 
 _EXAMPLES = """\
 The default --listen, 0.0.0.0:7880, accepts phones on every network interface of
-this machine (allow TCP port 7880 through its firewall; docs/operations.md, "My
-phone cannot connect"). Stop it with Ctrl-C.
+this machine (allow TCP port 7880 through its firewall; "My phone cannot connect"
+in operations.md, below). Stop it with Ctrl-C.
 
 examples:
   mirror-host serve --pair                              mirror your login shell; show a QR code
@@ -49,6 +49,10 @@ def add_parser(commands: Commands) -> None:
             "is told the host stopped)."
         ),
         epilog=_EXAMPLES,
+        docs=(
+            ("operations.md", 'every flag and setting, "My phone cannot connect"'),
+            ("security.md", "what --log-packets logs"),
+        ),
     )
     add_setting_flags(serve, "source.kind", "server.listen", "server.advertise_address")
     serve.add_argument(

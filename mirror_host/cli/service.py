@@ -56,6 +56,7 @@ def add_parser(commands: Commands) -> None:
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
         epilog=_INSTALL_EPILOG,
+        docs=(("operations.md", "running it as a service"),),
     )
     install.add_argument(
         "--user",

@@ -71,7 +71,7 @@ def _checked_by(setting: Setting) -> Callable[[str], str]:
 
 def add_settings_group(parser: argparse.ArgumentParser) -> None:
     """The settings every host command takes: the config file, the state directory, logs."""
-    group = parser.add_argument_group("settings (see docs/operations.md)")
+    group = parser.add_argument_group("settings (see operations.md below)")
     group.add_argument(
         CONFIG_FLAG,
         metavar="PATH",

@@ -33,6 +33,7 @@ def add_parser(commands: Commands) -> None:
             "panes the host starts itself (--source local) get it without this."
         ),
         epilog=_SET_UP,
+        docs=(("operations.md", "shell commands from phones"),),
     )
     shell_init.add_argument("shell", choices=SHELL_NAMES, metavar="SHELL", help="bash, zsh or fish")
 

@@ -31,6 +31,7 @@ def add_parser(commands: Commands) -> None:
             "(with their ids, for `attach --pane`)."
         ),
         epilog=_EXAMPLES,
+        docs=(("operations.md", "what status shows, and every setting"),),
     )
     status.add_argument("--json", action="store_true", help="print JSON")
     add_settings_group(status)

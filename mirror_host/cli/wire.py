@@ -25,7 +25,7 @@ _DECODE_EPILOG = (
     "\n"
     "capturing packets: TLS hides them from tcpdump. Run the host with --log-packets:\n"
     "each packet of a logged-in connection is then logged as one line ending in its hex\n"
-    "(the log then holds every screen and key: docs/security.md).\n"
+    "(the log then holds every screen and key: security.md, below).\n"
     "\n"
     "examples:\n"
     "  mirror-host serve --log-packets 2> host.log\n"
@@ -58,6 +58,10 @@ def add_parser(commands: Commands) -> None:
             'packet prints {"error":"<reason>"} and the command exits 1.'
         ),
         epilog=_DECODE_EPILOG,
+        docs=(
+            ("security.md", "what --log-packets logs"),
+            ("protocol.md", "the wire format"),
+        ),
     )
     decode.add_argument(
         "--payload",

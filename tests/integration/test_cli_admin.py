@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -694,3 +695,38 @@ def test_attach_with_an_empty_or_malformed_code_is_a_usage_error(code: str, said
     )  # fmt: skip
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines()[-1].startswith(f"mirror-host attach: error: {said}")
+
+
+@pytest.mark.parametrize(
+    ("home", "said"),
+    [("", "HOME is empty"), ("relative/home", "HOME (relative/home) is not an absolute path")],
+)
+def test_attach_refuses_a_home_that_cannot_hold_its_credentials(
+    home: str, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the state directory is refused (issue 27): never ``/.config/…`` or a path
+    relative to wherever attach was run."""
+    from mirror_host.cli import main
+
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert main(["attach", "127.0.0.1:1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"mirror-host: configuration error: credentials: {said}, so there is no default "
+        "credential file: set XDG_CONFIG_HOME\n"
+    )
+
+
+def test_attach_takes_xdg_config_home_whatever_home_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mirror_host.cli import main
+
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    # No credential for this address yet, and no --code: refused by attach itself.
+    assert main(["attach", "127.0.0.1:1"]) == 1
+    assert "this device is not paired with 127.0.0.1:1" in capsys.readouterr().err
