@@ -50,8 +50,19 @@ examples:
 """
 
 #: The sub-commands, in the order ``mirror-host --help`` lists them.
-_COMMANDS = (serve, pair, devices, revoke, status, check_config, wire, shell_init, attach)
-_TOOLS = (conformance, service)
+_COMMANDS = (
+    serve,
+    pair,
+    devices,
+    revoke,
+    status,
+    check_config,
+    wire,
+    shell_init,
+    attach,
+    conformance,
+    service,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mirror-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (*_COMMANDS, *_TOOLS):
+    for command in _COMMANDS:
         command.add_parser(commands)
     return parser
 

@@ -18,19 +18,11 @@ __all__ = [
     "add_setting_flags",
     "add_settings_group",
     "admin_settings",
-    "flag_name",
     "load_settings",
 ]
 
 #: Where a group of flags goes: a parser, an argument group, a mutually exclusive one.
 Container = argparse._ActionsContainer
-
-
-def flag_name(key: str) -> str:
-    """The flag that sets the setting ``key``."""
-    flag = SETTINGS[key].flag
-    assert flag is not None, key
-    return flag.name
 
 
 def add_setting_flags(container: Container, *keys: str) -> None:
