@@ -1,4 +1,12 @@
-"""Settings: one frozen dataclass per room, and the merge of layered sources. Pure.
+"""Settings: one frozen dataclass per room, each setting declared once, and the merge
+of layered sources. Pure.
+
+Every setting is declared once, on its field (:func:`setting`): its type (how a
+config file's value, a flag's and an environment variable's text are read, and
+how it is written back), its default, its ``serve`` flag with the flag's help,
+and whether it names a path. :data:`SETTINGS` is read off those declarations;
+the config reader, the environment layer, the command line's flags,
+``check-config`` (:func:`render_toml`) and ``service install`` all work from it.
 
 Values arrive in *layers*, each a flat mapping of dotted keys (``server.listen``)
 with the name of where they came from. :func:`build_config` applies them in
@@ -13,22 +21,27 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from mirror_host.auth.qr import address_problem
 from mirror_host.errors import ConfigError
 
 __all__ = [
-    "KEYS",
+    "CONFIG_FLAG",
+    "CONFIG_VARIABLE",
+    "ENV_PREFIX",
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "SETTINGS",
     "SOURCE_KINDS",
     "CommandSettings",
     "AgliteSettings",
     "Config",
     "Endpoint",
+    "Flag",
     "HerdrSettings",
     "Layer",
     "LocalSettings",
@@ -36,12 +49,13 @@ __all__ = [
     "LogSettings",
     "Profile",
     "ServerSettings",
+    "Setting",
     "SourceSettings",
     "StateSettings",
     "TmuxSettings",
+    "ValueType",
     "build_config",
     "flatten_table",
-    "from_environment",
     "parse_endpoint",
     "split_host_port",
     "parse_size",
@@ -51,6 +65,13 @@ __all__ = [
 SOURCE_KINDS = ("local", "herdr", "tmux", "agliteterm")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+
+#: Every setting's environment variable is this and its key, ``MIRROR_HOST_SERVER_LISTEN``.
+ENV_PREFIX = "MIRROR_HOST_"
+#: The flag and the variable that name the config file (not settings: they say
+#: where the settings are).
+CONFIG_FLAG = "--config"
+CONFIG_VARIABLE = ENV_PREFIX + "CONFIG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,125 +83,6 @@ class Endpoint:
 
     def __str__(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerSettings:
-    """The TLS listener (host room)."""
-
-    #: Where to accept Prowl clients. Prowl's own default port is 7880.
-    listen: Endpoint = Endpoint("0.0.0.0", 7880)
-    #: The address put in the QR payload; ``None`` = the listen address when it
-    #: names one, else the first non-loopback IPv4 (``host/addresses.py``).
-    advertise_address: str | None = None
-    #: Established connections at once (each holds at most one pane); Prowl's host allows 16.
-    max_connections: int = 16
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StateSettings:
-    """Where the device store, admin socket and status file live."""
-
-    dir: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogSettings:
-    """Log verbosity and shape."""
-
-    level: str = "info"
-    format: str = "text"
-    #: Log every packet of a logged-in connection as hex (it holds screens and keys).
-    packets: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceSettings:
-    """Which pane source the host mirrors."""
-
-    kind: str = "local"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalSettings:
-    """PTYs the host spawns itself."""
-
-    #: Commands to run, one pane each; empty = the user's login shell.
-    commands: tuple[str, ...] = ()
-    #: Grid of each PTY, in cells.
-    columns: int = 120
-    rows: int = 40
-    #: Start the commands again when the last pane exits.
-    respawn: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HerdrSettings:
-    """How to reach Herdr."""
-
-    #: The API socket; ``None`` = ``HERDR_SOCKET_PATH`` or Herdr's default path.
-    socket: str | None = None
-    #: The ``herdr`` executable for ``terminal session observe``; ``None`` = PATH.
-    bin: str | None = None
-    #: Named Herdr session (``HERDR_SESSION``), used when no socket is given.
-    session: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TmuxSettings:
-    """Which tmux server to mirror."""
-
-    #: ``tmux -L NAME``.
-    socket_name: str | None = None
-    #: ``tmux -S PATH``; wins over ``socket_name``.
-    socket_path: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommandSettings:
-    """What remote commands may do."""
-
-    #: Phones may run a command line in a shell pane whose shell takes it into an
-    #: empty command line (``shell-send``; local and tmux panes). ``--no-shell-send``
-    #: turns it off.
-    shell_send: bool = True
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgliteSettings:
-    """How to reach agliteterm's (or agwinterm's) control API; exactly one of the two."""
-
-    #: A Unix socket that speaks the API (a socat + npiperelay relay, a fake).
-    socket: str | None = None
-    #: A command whose stdin/stdout carry one connection (``npiperelay.exe …``).
-    command: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Profile:
-    """A launchable agent profile for the ``create`` command."""
-
-    id: str
-    name: str
-    agent: str
-    args: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Config:
-    """Every setting, one slice per room."""
-
-    server: ServerSettings = field(default_factory=ServerSettings)
-    state: StateSettings = field(default_factory=StateSettings)
-    log: LogSettings = field(default_factory=LogSettings)
-    source: SourceSettings = field(default_factory=SourceSettings)
-    local: LocalSettings = field(default_factory=LocalSettings)
-    herdr: HerdrSettings = field(default_factory=HerdrSettings)
-    tmux: TmuxSettings = field(default_factory=TmuxSettings)
-    commands: CommandSettings = field(default_factory=CommandSettings)
-    agliteterm: AgliteSettings = field(default_factory=AgliteSettings)
-    #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
-    profiles: tuple[Profile, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,16 +160,6 @@ def _optional_text(value: object) -> str | None:
     return text or None
 
 
-def _choice(options: tuple[str, ...]) -> Callable[[object], str]:
-    def parse(value: object) -> str:
-        text = _text(value).lower()
-        if text not in options:
-            raise ValueError(f"expected one of {', '.join(options)}, got {text!r}")
-        return text
-
-    return parse
-
-
 def _text_list(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -290,7 +182,7 @@ def _address(value: object) -> str | None:
 
 
 def _boolean(value: object) -> bool:
-    # Only a TOML boolean: text ("yes") is the environment's, read by from_environment.
+    # Only a TOML boolean: text ("yes") is the environment's, read by _boolean_text.
     if isinstance(value, bool):
         return value
     unquote = " (a TOML boolean: no quotes)" if isinstance(value, str) else ""
@@ -304,31 +196,6 @@ def _connection_limit(value: object) -> int:
     return value
 
 
-_TRUE_WORDS = ("true", "1", "yes", "on")
-_FALSE_WORDS = ("false", "0", "no", "off")
-
-
-def from_environment(key: str, text: str) -> object:
-    """A ``MIRROR_HOST_*`` variable's text as the value its setting takes: the
-    environment has only text, so a yes/no or a number is read from it here (a
-    config file says them in TOML's own types, and text there is refused).
-
-    Raises:
-        ValueError: the text is no value of that kind.
-    """
-    parser = KEYS[key][2]
-    word = text.strip().lower()
-    if parser is _boolean:
-        if word in _TRUE_WORDS or word in _FALSE_WORDS:
-            return word in _TRUE_WORDS
-        raise ValueError(f"expected true or false (or yes/no, 1/0, on/off), got {text!r}")
-    if parser is _connection_limit:
-        if word.isdigit():
-            return int(word)
-        raise ValueError(f"expected an integer 1 … 1024, got {text!r}")
-    return text
-
-
 def _endpoint(value: object) -> Endpoint:
     return parse_endpoint(_text(value))
 
@@ -337,29 +204,472 @@ def _size(value: object) -> tuple[int, int]:
     return parse_size(_text(value))
 
 
-#: Every settable key: (room attribute, field, parser). ``local.size`` is special:
-#: it sets two fields.
-KEYS: dict[str, tuple[str, str, Callable[[object], Any]]] = {
-    "server.listen": ("server", "listen", _endpoint),
-    "server.advertise_address": ("server", "advertise_address", _address),
-    "server.max_connections": ("server", "max_connections", _connection_limit),
-    "state.dir": ("state", "dir", _text),
-    "log.level": ("log", "level", _choice(LOG_LEVELS)),
-    "log.format": ("log", "format", _choice(LOG_FORMATS)),
-    "log.packets": ("log", "packets", _boolean),
-    "source.kind": ("source", "kind", _choice(SOURCE_KINDS)),
-    "local.commands": ("local", "commands", _text_list),
-    "local.size": ("local", "size", _size),
-    "local.respawn": ("local", "respawn", _boolean),
-    "herdr.socket": ("herdr", "socket", _optional_text),
-    "herdr.bin": ("herdr", "bin", _optional_text),
-    "herdr.session": ("herdr", "session", _optional_text),
-    "tmux.socket_name": ("tmux", "socket_name", _optional_text),
-    "tmux.socket_path": ("tmux", "socket_path", _optional_text),
-    "commands.shell_send": ("commands", "shell_send", _boolean),
-    "agliteterm.socket": ("agliteterm", "socket", _optional_text),
-    "agliteterm.command": ("agliteterm", "command", _optional_text),
-}
+# The environment has only text: a yes/no or a number is read from it here (a
+# config file says them in TOML's own types, and text there is refused).
+
+_TRUE_WORDS = ("true", "1", "yes", "on")
+_FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def _as_given(text: str) -> object:
+    return text
+
+
+def _boolean_text(text: str) -> bool:
+    word = text.strip().lower()
+    if word in _TRUE_WORDS or word in _FALSE_WORDS:
+        return word in _TRUE_WORDS
+    raise ValueError(f"expected true or false (or yes/no, 1/0, on/off), got {text!r}")
+
+
+def _connection_limit_text(text: str) -> int:
+    word = text.strip()
+    if word.isdigit():
+        return int(word)
+    raise ValueError(f"expected an integer 1 … 1024, got {text!r}")
+
+
+def _commands_text(text: str) -> object:
+    """A TOML array (``["htop", "bash -l"]``), or one command."""
+    if not text.lstrip().startswith("["):
+        return text
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not a TOML array: {exc}") from exc
+
+
+# ------------------------------------------------------------------ declarations
+
+
+@dataclass(frozen=True, slots=True)
+class ValueType:
+    """What kind of value a setting holds, read from each place it can come from."""
+
+    #: A config file's (TOML) value, or a flag's text, as the setting's value.
+    parse: Callable[[object], Any]
+    #: An environment variable's text as a value ``parse`` takes.
+    from_text: Callable[[str], object] = _as_given
+    #: The setting's value as its config file line writes it (``check-config``).
+    show: Callable[[Any], object] = _as_given
+    #: The only values it takes, for a flag's ``{a,b,c}``.
+    choices: tuple[str, ...] = ()
+
+
+def _one_of(options: tuple[str, ...]) -> ValueType:
+    def parse(value: object) -> str:
+        text = _text(value).lower()
+        if text not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {text!r}")
+        return text
+
+    return ValueType(parse, choices=options)
+
+
+_TEXT = ValueType(_text)
+_OPTIONAL_TEXT = ValueType(_optional_text)
+_ADDRESS = ValueType(_address)
+_ENDPOINT = ValueType(_endpoint, show=str)
+_SIZE = ValueType(_size, show=lambda size: f"{size[0]}x{size[1]}")
+_COMMANDS = ValueType(_text_list, from_text=_commands_text)
+_BOOLEAN = ValueType(_boolean, from_text=_boolean_text)
+_CONNECTION_LIMIT = ValueType(_connection_limit, from_text=_connection_limit_text)
+
+#: ``value``: ``--flag VALUE``; ``append``: repeatable, each one adds a value;
+#: ``on`` and ``off``: a switch that sets the setting true, or false.
+FlagKind = Literal["value", "append", "on", "off"]
+#: A path is made absolute by ``service install`` and has ``~`` expanded; a
+#: program is a path only when it has a slash (a bare name is looked up on PATH).
+PathKind = Literal["path", "program"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """How ``serve`` (and, for a few, every command) takes a setting on its command line."""
+
+    name: str
+    #: Its ``--help`` line; ``{default}`` stands for the setting's default.
+    help: str
+    metavar: str | None = None
+    kind: FlagKind = "value"
+    #: Its value is parsed as the command line is read (a usage error), not at the merge.
+    checked: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse keeps it in: ``--no-shell-send`` → ``shell_send``."""
+        return self.name.removeprefix("--").removeprefix("no-").replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    type: ValueType
+    flag: Flag | None
+    path: PathKind | None
+    key: str | None
+    also: tuple[str, ...]
+
+
+_DECLARED = "mirror_host.setting"
+_T = TypeVar("_T")
+
+
+def setting(
+    default: _T,
+    value_type: ValueType,
+    *,
+    flag: Flag | None = None,
+    path: PathKind | None = None,
+    key: str | None = None,
+    also: tuple[str, ...] = (),
+) -> _T:
+    """Declare the field this is the default of a setting: ``room.field`` (or
+    ``room.key``), read as ``value_type``, set by ``flag`` and by
+    ``MIRROR_HOST_ROOM_FIELD``. ``also``: further fields of the room the one
+    value sets (``local.size`` sets ``columns`` and ``rows``)."""
+    declared = _Declared(value_type, flag, path, key, also)
+    result: _T = field(default=default, metadata={_DECLARED: declared})
+    return result
+
+
+# ------------------------------------------------------------------ the rooms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """The TLS listener (host room)."""
+
+    #: Prowl's own default port is 7880.
+    listen: Endpoint = setting(
+        Endpoint("0.0.0.0", 7880),
+        _ENDPOINT,
+        flag=Flag(
+            "--listen",
+            "address to accept clients on: a numeric address or localhost (default "
+            "{default}, every interface; port 0 picks a free port)",
+            metavar="HOST:PORT",
+            checked=True,
+        ),
+    )
+    #: ``None`` = the listen address when it names one, else the first
+    #: non-loopback IPv4 (``host/addresses.py``).
+    advertise_address: str | None = setting(
+        None,
+        _ADDRESS,
+        flag=Flag(
+            "--advertise-address",
+            "address put in the pairing QR code (default: the --listen address when it names "
+            "one, else the first non-loopback IPv4 of this machine)",
+            metavar="IP",
+        ),
+    )
+    #: Established connections at once (each holds at most one pane); Prowl's host allows 16.
+    max_connections: int = setting(16, _CONNECTION_LIMIT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSettings:
+    """Where the device store, admin socket and status file live."""
+
+    #: ``""`` here; the platform's directory is the default layer's (``config_file``).
+    dir: str = setting(
+        "",
+        _TEXT,
+        path="path",
+        flag=Flag(
+            "--state-dir",
+            "device store, admin socket and status file (default: {default})",
+            metavar="DIR",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogSettings:
+    """Log verbosity and shape."""
+
+    level: str = setting(
+        "info", _one_of(LOG_LEVELS), flag=Flag("--log-level", "default: {default}")
+    )
+    format: str = setting(
+        "text", _one_of(LOG_FORMATS), flag=Flag("--log-format", "default: {default}")
+    )
+    #: Log every packet of a logged-in connection as hex (it holds screens and keys).
+    packets: bool = setting(
+        False,
+        _BOOLEAN,
+        flag=Flag(
+            "--log-packets",
+            "log each packet of a logged-in connection as hex, for `wire decode`; the log "
+            "then holds every screen and every key typed (security.md, below): debugging only",
+            kind="on",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """Which pane source the host mirrors."""
+
+    kind: str = setting(
+        "local",
+        _one_of(SOURCE_KINDS),
+        flag=Flag(
+            "--source",
+            "where panes come from: local (PTYs this host spawns, the default), herdr, tmux "
+            "or agliteterm",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalSettings:
+    """PTYs the host spawns itself."""
+
+    #: Empty = the user's login shell.
+    commands: tuple[str, ...] = setting(
+        (),
+        _COMMANDS,
+        flag=Flag(
+            "--local-command",
+            "a command to run in its own pane (repeatable; default: your login shell)",
+            metavar="CMD",
+            kind="append",
+        ),
+    )
+    #: Grid of each PTY, in cells: the one setting ``local.size`` sets both.
+    columns: int = setting(
+        120,
+        _SIZE,
+        key="size",
+        also=("rows",),
+        flag=Flag(
+            "--local-size",
+            "grid of each local pane (default {default})",
+            metavar="COLSxROWS",
+            checked=True,
+        ),
+    )
+    rows: int = 40
+    respawn: bool = setting(
+        False,
+        _BOOLEAN,
+        flag=Flag(
+            "--local-respawn",
+            "start the commands again when the last pane exits (default: the host stays "
+            "up with no panes, and says so)",
+            kind="on",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HerdrSettings:
+    """How to reach Herdr."""
+
+    #: ``None`` = ``HERDR_SOCKET_PATH`` or Herdr's default path.
+    socket: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        path="path",
+        flag=Flag(
+            "--herdr-socket",
+            "Herdr's API socket (default: $HERDR_SOCKET_PATH, the --herdr-session socket, "
+            "or ~/.config/herdr/herdr.sock)",
+            metavar="PATH",
+        ),
+    )
+    #: The ``herdr`` executable for ``terminal session observe``; ``None`` = PATH.
+    bin: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        path="program",
+        flag=Flag(
+            "--herdr-bin",
+            "the herdr program used for `terminal session observe` (default: herdr on PATH; "
+            "without it panes are polled every 200 ms)",
+            metavar="PATH",
+        ),
+    )
+    #: Used when no socket is given.
+    session: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        flag=Flag(
+            "--herdr-session",
+            "a named Herdr session, like herdr --session NAME (default: $HERDR_SESSION)",
+            metavar="NAME",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmuxSettings:
+    """Which tmux server to mirror."""
+
+    socket_name: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        flag=Flag(
+            "--tmux-socket",
+            "the tmux server's socket name, tmux -L NAME (default: your default server)",
+            metavar="NAME",
+        ),
+    )
+    #: Wins over ``socket_name``.
+    socket_path: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        path="path",
+        flag=Flag(
+            "--tmux-socket-path", "the tmux server's socket path (tmux -S PATH)", metavar="PATH"
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandSettings:
+    """What remote commands may do."""
+
+    #: Phones may run a command line in a shell pane whose shell takes it into an
+    #: empty command line (``shell-send``; local and tmux panes).
+    shell_send: bool = setting(
+        True,
+        _BOOLEAN,
+        flag=Flag(
+            "--no-shell-send",
+            "refuse phones' shell commands (send): shell-send is not advertised and no shell "
+            "pane is listed idle (default: allowed where the pane's own shell, with the "
+            "integration, waits at its prompt and takes the command into an empty line)",
+            kind="off",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgliteSettings:
+    """How to reach agliteterm's (or agwinterm's) control API; exactly one of the two."""
+
+    #: A Unix socket that speaks the API (a socat + npiperelay relay, a fake).
+    socket: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        path="path",
+        flag=Flag(
+            "--agliteterm-socket",
+            "a Unix socket that speaks agliteterm's control API (e.g. socat relaying "
+            "its pipe through npiperelay; see operations.md below)",
+            metavar="PATH",
+        ),
+    )
+    #: A command whose stdin/stdout carry one connection (``npiperelay.exe …``).
+    command: str | None = setting(
+        None,
+        _OPTIONAL_TEXT,
+        flag=Flag(
+            "--agliteterm-command",
+            "a command whose stdin/stdout reach agliteterm's pipe, one per connection, "
+            "e.g. 'npiperelay.exe -ep -s //./pipe/agliteterm'",
+            metavar="CMD",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """A launchable agent profile for the ``create`` command."""
+
+    id: str
+    name: str
+    agent: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Every setting, one slice per room."""
+
+    server: ServerSettings = field(default_factory=ServerSettings)
+    state: StateSettings = field(default_factory=StateSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    source: SourceSettings = field(default_factory=SourceSettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
+    herdr: HerdrSettings = field(default_factory=HerdrSettings)
+    tmux: TmuxSettings = field(default_factory=TmuxSettings)
+    commands: CommandSettings = field(default_factory=CommandSettings)
+    agliteterm: AgliteSettings = field(default_factory=AgliteSettings)
+    #: ``None`` = the built-in default catalogue; an empty tuple = no profiles.
+    profiles: tuple[Profile, ...] | None = None
+
+
+# ------------------------------------------------------------------ the table
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting, as its field declares it."""
+
+    #: ``server.listen``: the config file's ``[server] listen``.
+    key: str
+    #: The room of :class:`Config` it is in, and the fields of that room it sets.
+    room: str
+    fields: tuple[str, ...]
+    #: ``MIRROR_HOST_SERVER_LISTEN``.
+    env: str
+    type: ValueType
+    flag: Flag | None
+    path: PathKind | None
+
+    def assignments(self, value: Any) -> dict[str, Any]:
+        """The room's fields that a parsed ``value`` sets."""
+        if len(self.fields) == 1:
+            return {self.fields[0]: value}
+        return dict(zip(self.fields, value, strict=True))
+
+    def value_in(self, config: Config) -> Any:
+        """This setting's value in ``config`` (for ``local.size``, its ``(columns, rows)``)."""
+        room = getattr(config, self.room)
+        values = tuple(getattr(room, name) for name in self.fields)
+        return values[0] if len(values) == 1 else values
+
+    @property
+    def default(self) -> Any:
+        return self.value_in(Config())
+
+    def shown(self, value: Any) -> object:
+        """``value`` as a config file writes it (``None`` stays ``None``: unset)."""
+        return None if value is None else self.type.show(value)
+
+
+def _declared_settings() -> dict[str, Setting]:
+    table: dict[str, Setting] = {}
+    defaults = Config()
+    for room in dataclasses.fields(Config):
+        slice_ = getattr(defaults, room.name)
+        if not dataclasses.is_dataclass(slice_):
+            continue  # profiles: a table of tables, read on its own
+        for item in dataclasses.fields(slice_):
+            declared: _Declared | None = item.metadata.get(_DECLARED)
+            if declared is None:
+                continue  # set by another field's setting (``also``)
+            key = f"{room.name}.{declared.key or item.name}"
+            table[key] = Setting(
+                key=key,
+                room=room.name,
+                fields=(item.name, *declared.also),
+                env=ENV_PREFIX + key.replace(".", "_").upper(),
+                type=declared.type,
+                flag=declared.flag,
+                path=declared.path,
+            )
+    return table
+
+
+#: Every setting, by key, in the order a config file lists them.
+SETTINGS: Mapping[str, Setting] = _declared_settings()
+
+
+# ------------------------------------------------------------------ the merge
 
 _PROFILE_KEYS = {"name", "agent", "args"}
 _PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -412,7 +722,7 @@ def _flatten_key(
         for item, item_value in value.items():
             flat[f"{dotted}.{item}"] = item_value
         return
-    if dotted not in KEYS:
+    if dotted not in SETTINGS:
         raise ConfigError(dotted, "unknown setting", origin=origin)
     flat[dotted] = value
 
@@ -468,18 +778,14 @@ def build_config(layers: Iterable[Layer], *, on_problem: OnProblem = None) -> Co
 
 
 def _set_key(rooms: dict[str, dict[str, Any]], key: str, raw: object, origin: str) -> None:
-    spec = KEYS.get(key)
-    if spec is None:
+    declared = SETTINGS.get(key)
+    if declared is None:
         raise ConfigError(key, "unknown setting", origin=origin)
-    room, attr, parse = spec
     try:
-        value = parse(raw)
+        value = declared.type.parse(raw)
     except ValueError as exc:
         raise ConfigError(key, str(exc), origin=origin) from exc
-    if key == "local.size":
-        rooms.setdefault(room, {}).update(columns=value[0], rows=value[1])
-    else:
-        rooms.setdefault(room, {})[attr] = value
+    rooms.setdefault(declared.room, {}).update(declared.assignments(value))
 
 
 def _set_profile_key(
@@ -512,16 +818,12 @@ def render_toml(config: Config) -> str:
     """
     lines: list[str] = []
     section = ""
-    for dotted, (room, name, _) in KEYS.items():
-        table, key = dotted.split(".", 1)
+    for declared in SETTINGS.values():
+        table, key = declared.key.split(".", 1)
         if table != section:
             lines.extend(["", f"[{table}]"] if lines else [f"[{table}]"])
             section = table
-        settings = getattr(config, room)
-        if dotted == "local.size":
-            value: object = f"{settings.columns}x{settings.rows}"
-        else:
-            value = getattr(settings, name)
+        value = declared.shown(declared.value_in(config))
         if value is None:
             lines.append(f"# {key} is not set")
         else:

@@ -15,30 +15,30 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mirror_host.config import (
-    KEYS,
+    CONFIG_VARIABLE,
+    ENV_PREFIX,
+    SETTINGS,
     Config,
     Layer,
     OnProblem,
     build_config,
     flatten_table,
-    from_environment,
 )
 from mirror_host.errors import ConfigError
 from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
 __all__ = [
-    "ENV_PREFIX",
     "default_config_path",
     "default_state_dir",
     "env_layer",
+    "home_problem",
     "load_config",
     "read_config_file",
 ]
 
-ENV_PREFIX = "MIRROR_HOST_"
 #: Names under the prefix that are not settings: the config file's path, the
 #: service's marker, and what the shell integration hands to shells.
-_ENV_RESERVED = frozenset({"MIRROR_HOST_CONFIG", SERVICE_MARKER, *INJECTED_VARIABLES})
+_ENV_RESERVED = frozenset({CONFIG_VARIABLE, SERVICE_MARKER, *INJECTED_VARIABLES})
 
 
 def _home() -> Path:
@@ -61,25 +61,33 @@ def default_state_dir() -> Path:
     return Path(base) / "mirror-host"
 
 
-def _default_state_dir_problem(env: Mapping[str, str]) -> str | None:
-    """Why the default state directory cannot be used here, or ``None``.
+def home_problem(env: Mapping[str, str]) -> str | None:
+    """Why ``HOME`` cannot hold a default file of ours, or ``None``.
 
-    It lies in the home directory (unless ``XDG_STATE_HOME`` names another place
-    on Linux): an empty ``HOME`` would put it at ``/.local/state``, and a home
-    that does not exist would be created by the first ``serve`` or ``pair``.
+    An empty ``HOME`` would put it under ``/``, a relative one under the
+    current directory, and a home that does not exist would be created by the
+    first write. An unset ``HOME`` is no problem: ``Path.home()`` then asks the
+    password database.
     """
-    if sys.platform != "darwin" and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
-        return None
     home = env.get("HOME")
     if home is None:
-        return None  # Path.home() asks the password database
+        return None
     if not home:
-        problem = "HOME is empty"
-    elif not os.path.isabs(home):
-        problem = f"HOME ({home}) is not an absolute path"
-    elif not os.path.isdir(home):
-        problem = f"HOME ({home}) is not a directory that exists"
-    else:
+        return "HOME is empty"
+    if not os.path.isabs(home):
+        return f"HOME ({home}) is not an absolute path"
+    if not os.path.isdir(home):
+        return f"HOME ({home}) is not a directory that exists"
+    return None
+
+
+def _default_state_dir_problem(env: Mapping[str, str]) -> str | None:
+    """Why the default state directory cannot be used here, or ``None``: it lies in
+    the home directory, unless ``XDG_STATE_HOME`` names another place (Linux)."""
+    if sys.platform != "darwin" and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
+        return None
+    problem = home_problem(env)
+    if problem is None:
         return None
     also = "" if sys.platform == "darwin" else " (or set XDG_STATE_HOME)"
     return f"{problem}, so there is no default state directory: give --state-dir DIR{also}"
@@ -126,32 +134,23 @@ def env_layer(environ: Mapping[str, str], *, on_problem: OnProblem = None) -> La
         ConfigError: a ``MIRROR_HOST_*`` variable that names no setting; unless
             ``on_problem`` is given: it is told, and the variable is left out.
     """
-    by_env = {ENV_PREFIX + key.replace(".", "_").upper(): key for key in KEYS}
+    by_env = {setting.env: setting for setting in SETTINGS.values()}
     values: dict[str, object] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
             continue
         try:
-            key = by_env.get(name)
-            if key is None:
+            setting = by_env.get(name)
+            if setting is None:
                 raise ConfigError(name, "unknown setting", origin="environment")
             try:
-                value = from_environment(key, raw)
+                values[setting.key] = setting.type.from_text(raw)
             except ValueError as exc:
                 raise ConfigError(name, str(exc), origin="environment") from exc
-            if key == "local.commands" and raw.lstrip().startswith("["):
-                try:
-                    value = tomllib.loads(f"v = {raw}")["v"]
-                except tomllib.TOMLDecodeError as exc:
-                    raise ConfigError(
-                        name, f"not a TOML array: {exc}", origin="environment"
-                    ) from exc
         except ConfigError as exc:
             if on_problem is None:
                 raise
             on_problem(exc)
-            continue
-        values[key] = value
     return Layer("environment", values)
 
 
@@ -174,9 +173,9 @@ def load_config(
     """
     env = os.environ if environ is None else environ
     defaults = Layer("default", {"state.dir": str(default_state_dir())})
-    explicit = config_path or env.get("MIRROR_HOST_CONFIG")
+    explicit = config_path or env.get(CONFIG_VARIABLE)
     path = Path(explicit).expanduser() if explicit else default_config_path()
-    named_by = "--config" if config_path else "MIRROR_HOST_CONFIG" if explicit else "config file"
+    named_by = "--config" if config_path else CONFIG_VARIABLE if explicit else "config file"
     file_layer = read_config_file(
         path, required=bool(explicit), named_by=named_by, on_problem=on_problem
     )
@@ -200,21 +199,13 @@ def load_config(
     return _paths_expanded(config)
 
 
-#: The path settings besides ``state.dir``: ``~`` in them is expanded once, here, so
-#: ``check-config`` shows each as it is used (as it shows ``state.dir``).
-_PATH_SETTINGS = (
-    ("herdr", "socket"),
-    ("herdr", "bin"),
-    ("tmux", "socket_path"),
-    ("agliteterm", "socket"),
-)
-
-
 def _paths_expanded(config: Config) -> Config:
-    for room_name, field in _PATH_SETTINGS:
-        room = getattr(config, room_name)
-        value = getattr(room, field)
-        if isinstance(value, str) and value.startswith("~"):
-            expanded = dataclasses.replace(room, **{field: os.path.expanduser(value)})
-            config = dataclasses.replace(config, **{room_name: expanded})
+    """``~`` in every path setting expanded once, here, so ``check-config`` shows
+    each as it is used (as it shows ``state.dir``)."""
+    for setting in SETTINGS.values():
+        value = setting.value_in(config)
+        if setting.path is not None and isinstance(value, str) and value.startswith("~"):
+            room = getattr(config, setting.room)
+            expanded = dataclasses.replace(room, **setting.assignments(os.path.expanduser(value)))
+            config = dataclasses.replace(config, **{setting.room: expanded})
     return config

@@ -31,7 +31,8 @@ def admin_request(
     is still starting (``serve &`` followed at once by ``pair``).
 
     Raises:
-        NoHostRunning: no socket, or nobody listening on it (message says which).
+        NoHostRunning: no socket, nobody listening on it, or no answer within
+            ``timeout`` seconds (the message says which).
     """
     path = state_dir / ADMIN_SOCKET
     deadline = time.monotonic() + wait_for_host
@@ -47,6 +48,10 @@ def admin_request(
         sock.settimeout(timeout)
         try:
             sock.connect(str(path))
+        except (TimeoutError, BlockingIOError) as exc:
+            # Its queue of connections is full (with a timeout set, a Unix socket
+            # says so at once): it is there, and takes nothing.
+            raise NoHostRunning(_silent(state_dir, timeout)) from exc
         except OSError as exc:
             if _removed_soon(path):
                 raise NoHostRunning(_stopped(state_dir)) from exc
@@ -64,6 +69,8 @@ def admin_request(
                 buffer += chunk
         except ConnectionError:  # reset or a closed pipe: the host is closing
             buffer = b""
+        except TimeoutError as exc:  # it took the request and never answered
+            raise NoHostRunning(_silent(state_dir, timeout)) from exc
         if b"\n" not in buffer:
             if _removed_soon(path):
                 raise NoHostRunning(_stopped(state_dir))
@@ -92,4 +99,11 @@ def _stopped(state_dir: Path) -> str:
     return (
         f"the mirror-host of state directory {state_dir} has stopped; "
         "start one with `mirror-host serve`"
+    )
+
+
+def _silent(state_dir: Path, timeout: float) -> str:
+    return (
+        f"the mirror-host of state directory {state_dir} did not answer on its admin "
+        f"socket within {timeout:g} s (it may be stuck: try again, or restart it)"
     )

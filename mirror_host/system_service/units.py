@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
+from mirror_host.config import CONFIG_FLAG, CONFIG_VARIABLE, ENV_PREFIX, SETTINGS
 from mirror_host.errors import ConfigError, ServiceError
 from mirror_host.shell.environment import INJECTED_VARIABLES, SERVICE_MARKER
 
@@ -73,23 +74,24 @@ CARRIED_ENVIRONMENT = (
     "HERDR_SESSION",
     "TMUX_TMPDIR",
 )
-_SETTINGS_PREFIX = "MIRROR_HOST_"
 
-#: serve flags (and variables) that hold a path: made absolute at install time,
-#: since the service does not start in the installing shell's directory.
-_PATH_FLAGS = ("--config", "--state-dir", "--herdr-socket", "--tmux-socket-path")
+#: serve flags (and variables) that hold a path, read off the settings' own
+#: declarations: made absolute at install time, since the service does not start
+#: in the installing shell's directory. A program is a path only with a slash (a
+#: bare name is looked up on PATH).
+_PATH_FLAGS = (
+    CONFIG_FLAG,
+    *(s.flag.name for s in SETTINGS.values() if s.flag and s.path == "path"),
+)
+_PROGRAM_FLAGS = tuple(s.flag.name for s in SETTINGS.values() if s.flag and s.path == "program")
 _PATH_VARIABLES = (
-    "MIRROR_HOST_CONFIG",
-    "MIRROR_HOST_STATE_DIR",
-    "MIRROR_HOST_HERDR_SOCKET",
-    "MIRROR_HOST_TMUX_SOCKET_PATH",
+    CONFIG_VARIABLE,
+    *(s.env for s in SETTINGS.values() if s.path == "path"),
     "HERDR_SOCKET_PATH",
     "XDG_CONFIG_HOME",
     "XDG_STATE_HOME",
 )
-#: A program: a bare name is looked up on PATH, anything with a slash is a path.
-_PROGRAM_FLAGS = ("--herdr-bin",)
-_PROGRAM_VARIABLES = ("MIRROR_HOST_HERDR_BIN",)
+_PROGRAM_VARIABLES = tuple(s.env for s in SETTINGS.values() if s.path == "program")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,7 @@ def service_environment(environ: Mapping[str, str], cwd: str) -> tuple[tuple[str
             continue
         if name in INJECTED_VARIABLES:  # a shell's, from the integration: not the service's
             continue
-        if name in CARRIED_ENVIRONMENT or name.startswith(_SETTINGS_PREFIX):
+        if name in CARRIED_ENVIRONMENT or name.startswith(ENV_PREFIX):
             if name in _PATH_VARIABLES and value:
                 value = _absolute(value, cwd, program=False)
             elif name in _PROGRAM_VARIABLES and value:

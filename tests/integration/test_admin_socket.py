@@ -212,3 +212,70 @@ def test_a_host_that_removes_its_socket_as_it_refuses_has_stopped(state_dir: Pat
         f"the mirror-host of state directory {state_dir} has stopped; "
         "start one with `mirror-host serve`"
     )
+
+
+def _silent_host(state_dir: Path) -> Any:
+    """A host that took its socket and answers nothing: listening, never accepting."""
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir / ADMIN_SOCKET))
+    listener.listen(1)
+    return listener
+
+
+def test_a_host_that_never_answers_is_said_in_one_line(state_dir: Path) -> None:
+    """Not a bare TimeoutError: the message the other admin errors get (issue 27)."""
+    from mirror_host.host.admin_client import NoHostRunning, admin_request
+
+    said = (
+        f"the mirror-host of state directory {state_dir} did not answer on its admin "
+        "socket within 0.3 s (it may be stuck: try again, or restart it)"
+    )
+    import socket
+
+    with _silent_host(state_dir):
+        # Connected (queued), the request sent, no reply.
+        with pytest.raises(NoHostRunning) as waited:
+            admin_request(state_dir, {"op": "status"}, timeout=0.3)
+        assert str(waited.value) == said
+        # Its queue full: the connection itself is not taken.
+        queued: list[socket.socket] = []
+        try:
+            for _ in range(64):
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.setblocking(False)
+                try:
+                    client.connect(str(state_dir / ADMIN_SOCKET))
+                except BlockingIOError:
+                    client.close()
+                    break
+                queued.append(client)
+            else:
+                pytest.fail("the listener's queue never filled")
+            with pytest.raises(NoHostRunning) as full:
+                admin_request(state_dir, {"op": "status"}, timeout=0.3)
+            assert str(full.value) == said
+        finally:
+            for client in queued:
+                client.close()
+
+
+def test_status_of_a_host_that_never_answers_is_one_line(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import functools
+
+    from mirror_host.cli import command, main
+    from mirror_host.host.admin_client import admin_request
+
+    # The command's own 10 s, shortened: the host below would never answer at all.
+    monkeypatch.setattr(command, "admin_request", functools.partial(admin_request, timeout=0.3))
+    with _silent_host(state_dir):
+        assert main(["status", "--state-dir", str(state_dir)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"mirror-host status: the mirror-host of state directory {state_dir} did not answer "
+        "on its admin socket within 0.3 s (it may be stuck: try again, or restart it)\n"
+    )

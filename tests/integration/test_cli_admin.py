@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ import trio
 
 from mirror_host.auth.qr import parse_pairing_payload
 from mirror_host.cli import build_parser
-from mirror_host.cli_serve import _warn_about_ignored_flags
+from mirror_host.cli.serve import _warn_about_ignored_flags
 from mirror_host.client.client import HandshakeFailed, login, pair_device
 from mirror_host.host.store import DeviceStore
 from tests.integration.mirror_helpers import list_panes
@@ -541,7 +542,7 @@ async def test_revoke_takes_a_unique_prefix_online_and_offline(
 
 
 def test_match_device_id_wants_one_match() -> None:
-    from mirror_host.cli_admin import match_device_id
+    from mirror_host.host.revocation import match_device_id
 
     known = ["3F2A9C1B-0000-4000-8000-000000000001", "3F2A0000-0000-4000-8000-000000000002"]
     assert match_device_id("3f2a9", known) == (known[0], "")
@@ -651,7 +652,7 @@ def test_bare_mirror_host_prints_the_help_and_every_command_has_examples() -> No
 
 
 async def test_a_source_that_cannot_start_stops_serve_with_its_own_error(state_dir: Path) -> None:
-    from mirror_host.cli_serve import _main
+    from mirror_host.cli.serve import _main
     from mirror_host.errors import PaneSourceError
     from mirror_host.panes.local import LocalSource
     from tests.integration.conftest import host_config
@@ -694,3 +695,38 @@ def test_attach_with_an_empty_or_malformed_code_is_a_usage_error(code: str, said
     )  # fmt: skip
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines()[-1].startswith(f"mirror-host attach: error: {said}")
+
+
+@pytest.mark.parametrize(
+    ("home", "said"),
+    [("", "HOME is empty"), ("relative/home", "HOME (relative/home) is not an absolute path")],
+)
+def test_attach_refuses_a_home_that_cannot_hold_its_credentials(
+    home: str, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the state directory is refused (issue 27): never ``/.config/…`` or a path
+    relative to wherever attach was run."""
+    from mirror_host.cli import main
+
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert main(["attach", "127.0.0.1:1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"mirror-host: configuration error: credentials: {said}, so there is no default "
+        "credential file: set XDG_CONFIG_HOME\n"
+    )
+
+
+def test_attach_takes_xdg_config_home_whatever_home_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mirror_host.cli import main
+
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    # No credential for this address yet, and no --code: refused by attach itself.
+    assert main(["attach", "127.0.0.1:1"]) == 1
+    assert "this device is not paired with 127.0.0.1:1" in capsys.readouterr().err

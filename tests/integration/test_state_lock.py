@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from mirror_host import cli_admin
 from mirror_host.auth.devices import DeviceRegistry
 from mirror_host.cli import main
 from mirror_host.errors import MirrorHostError
+from mirror_host.host import revocation
 from mirror_host.host.admin import bind_admin_socket, serve_admin
 from mirror_host.host.admin_client import admin_request
 from mirror_host.host.service import run_host
@@ -83,7 +83,7 @@ async def test_an_offline_revoke_never_writes_under_a_host_that_does_not_answer(
     # The race: a host that has loaded the store but does not answer on
     # its admin socket yet. A revoke that rewrote the store then would be undone
     # by the host's next save (the lastSeen flush writes the device back).
-    monkeypatch.setattr(cli_admin, "HOST_START_SECONDS", 0.5, raising=False)
+    monkeypatch.setattr(revocation, "HOST_START_SECONDS", 0.5, raising=False)
     async with running_host(state_dir) as host:
         credential = await paired(host, "Phone")
         capsys.readouterr()
@@ -103,7 +103,7 @@ async def test_an_offline_revoke_waits_for_a_starting_host_and_goes_through_it(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     waiting = threading.Event()
-    lock_offline = getattr(cli_admin, "_lock_offline", lambda path: None)
+    lock_offline = getattr(revocation, "_lock_offline", lambda path: None)
 
     def spy(path: Path) -> object:
         try:
@@ -112,7 +112,7 @@ async def test_an_offline_revoke_waits_for_a_starting_host_and_goes_through_it(
             waiting.set()
             raise
 
-    monkeypatch.setattr(cli_admin, "_lock_offline", spy, raising=False)
+    monkeypatch.setattr(revocation, "_lock_offline", spy, raising=False)
     async with running_host(state_dir) as host:
         credential = await paired(host, "Phone")
         capsys.readouterr()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mirror_host.cli import build_parser, load_settings
-from mirror_host.cli_serve import build_source
+from mirror_host.cli.sources import build_source
 from mirror_host.commands.service import CommandService
 from mirror_host.config import AgliteSettings, Layer, build_config, flatten_table, render_toml
 from mirror_host.config_file import env_layer, load_config

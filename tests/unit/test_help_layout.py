@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from mirror_host.cli import build_parser
-from mirror_host.cli_help import HelpFormatter
+from mirror_host.cli.help import HelpFormatter
 
 
 def every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -69,3 +69,28 @@ def test_bare_help_names_documentation_files_this_installation_has() -> None:
     files = [Path(line.split()[0]) for line in listed.splitlines() if line.startswith("  ")]
     assert [path.name for path in files] == ["operations.md", "tools.md", "protocol.md"]
     assert all(path.is_absolute() and path.is_file() for path in files)
+
+
+def test_every_documentation_file_a_help_names_is_listed_where_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``operations.md`` in a help (the settings group, ``--log-packets``, serve's
+    epilog) is the file its closing block lists, at its path in this installation:
+    never ``docs/…`` relative to nowhere (issue 27)."""
+    import re
+    from pathlib import Path
+
+    monkeypatch.setenv("COLUMNS", "400")
+    for parser in every_parser(build_parser()):
+        text = parser.format_help()
+        _, _, block = text.partition("documentation (Markdown files of this installation):\n")
+        listed = {
+            Path(line.split()[0]).name: Path(line.split()[0])
+            for line in block.splitlines()
+            if line.startswith("  ")
+        }
+        assert all(path.is_absolute() and path.is_file() for path in listed.values())
+        before = text.split("documentation (Markdown files")[0]
+        for name in re.findall(r"[\w/.-]*?(\w+\.md)", before):
+            assert name in listed, (parser.prog, name)
+        assert not re.search(r"(?<![\w/])docs/\w+\.md", before), parser.prog

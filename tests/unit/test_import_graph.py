@@ -23,7 +23,7 @@ PACKAGE = REPO / "mirror_host"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 #: Top to bottom. A room is a package or module directly under ``mirror_host/``
-#: (``cli`` stands for the front door: ``cli.py``, ``cli_*.py``, ``__main__.py``;
+#: (``cli`` stands for the front door: the ``cli/`` package and ``__main__.py``;
 #: ``mirror_host`` for the package's own ``__init__.py``).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front door", ("cli",)),
@@ -67,7 +67,7 @@ DOORS: dict[str, frozenset[str]] = {
             "errors",
         }
     ),
-    "system_service": frozenset({"shell", "files", "errors"}),
+    "system_service": frozenset({"shell", "config", "files", "errors"}),
     "commands": frozenset(
         {"panes", "terminal", "shell", "agents", "session", "config", "control", "errors"}
     ),
@@ -102,7 +102,7 @@ DOORS: dict[str, frozenset[str]] = {
 }
 
 #: Narrower doors into one room: the only modules of it (and their submodules)
-#: a room may import. The host never imports a concrete source (cli_serve
+#: a room may import. The host never imports a concrete source (cli.sources
 #: builds one and hands it over); command backends type against a Protocol of
 #: what they use, and import a source's values, never the source.
 ONLY: dict[tuple[str, str], tuple[str, ...]] = {
@@ -129,7 +129,7 @@ def room_of(module: str) -> str:
     if len(parts) == 1:
         return "mirror_host"
     top = parts[1]
-    return "cli" if top == "__main__" or top == "cli" or top.startswith("cli_") else top
+    return "cli" if top == "__main__" else top
 
 
 def module_name(path: Path) -> str:

@@ -11,7 +11,7 @@ import pytest
 import qrcode
 from qrcode.constants import ERROR_CORRECT_M
 
-from mirror_host.cli_admin import show_ticket
+from mirror_host.cli.ticket import show_ticket
 from mirror_host.qr_display import (
     QUIET_ZONE,
     qr_matrix,

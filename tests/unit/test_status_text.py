@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirror_host.cli_admin import format_status
+from mirror_host.cli.status import format_status
 
 
 def reply(**panes: Any) -> dict[str, Any]:

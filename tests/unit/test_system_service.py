@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mirror_host import cli_serve
+from mirror_host.cli import serve as cli_serve
 from mirror_host.errors import ConfigError, ServiceError
 from mirror_host.panes import local
 from mirror_host.system_service.units import (

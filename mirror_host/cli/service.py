@@ -1,21 +1,19 @@
-"""``mirror-host service``: run the host as a per-user service. Front door.
+"""``mirror-host service``: run the host as a per-user service.
 
-Parses, checks the serve flags with ``serve``'s own parser and settings, then
-hands over to :mod:`mirror_host.system_service.manage`. Exit codes: 0 success
-(``status``: the service runs), 1 failure (``status``: not installed or not
-running), 2 bad usage or settings.
+``install`` checks the serve flags with ``serve``'s own parser and settings, then
+each action hands over to :mod:`mirror_host.system_service.manage`. Exit codes:
+0 success (``status``: the service runs), 1 failure (``status``: not installed
+or not running), 2 bad usage or settings.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TextIO
 
-from mirror_host.cli_help import HelpFormatter
-from mirror_host.errors import ServiceError
+from mirror_host.cli.command import Commands, add_command, add_command_group
 
-__all__ = ["add_service_commands"]
+__all__ = ["add_parser"]
 
 _INSTALL_EPILOG = """\
 Every flag that `mirror-host serve` takes can follow, except `--pair` and
@@ -39,23 +37,26 @@ examples:
 """
 
 
-def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``service install``, ``service status`` and ``service uninstall``."""
-    service = commands.add_parser(
+def add_parser(commands: Commands) -> None:
+    actions = add_command_group(
+        commands,
         "service",
         help="run the host as a service (systemd user unit, launchd agent)",
         description=(
             "Install mirror-host as a per-user service that starts by itself and restarts "
             "when it fails: a systemd user unit on Linux, a launchd agent on macOS."
         ),
+        dest="service_command",
+        metavar="ACTION",
     )
-    actions = service.add_subparsers(dest="service_command", required=True, metavar="ACTION")
-    install = actions.add_parser(
+    install = add_command(
+        actions,
         "install",
+        run_install,
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
         epilog=_INSTALL_EPILOG,
-        formatter_class=HelpFormatter,
+        docs=(("operations.md", "running it as a service"),),
     )
     install.add_argument(
         "--user",
@@ -68,28 +69,29 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         action="store_true",
         help="print the unit or agent and the commands, and change nothing",
     )
-    install.set_defaults(parser=install, handler=_run_install, takes_serve_flags=True)
-
-    status = actions.add_parser(
+    install.set_defaults(takes_serve_flags=True)
+    add_command(
+        actions,
         "status",
+        run_status,
         help="is the service installed, enabled, running",
         description="Show whether the service is installed, enabled and running, its command "
         "and where its logs are. Exit status 0 only while it runs.",
     )
-    status.set_defaults(parser=status, handler=_run_status)
-
-    uninstall = actions.add_parser(
+    uninstall = add_command(
+        actions,
         "uninstall",
+        run_uninstall,
         help="stop the service and remove it",
         description="Stop the service and remove its unit or agent. Paired devices and logs stay.",
     )
     uninstall.add_argument("--dry-run", action="store_true", help="print what would be done")
-    uninstall.set_defaults(parser=uninstall, handler=_run_uninstall)
 
 
 def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> list[str]:
     """The serve flags, after ``serve``'s parser and settings accept them (else exit 2)."""
-    from mirror_host.cli import build_parser, load_settings
+    from mirror_host.cli.program import build_parser
+    from mirror_host.cli.settings import load_settings
     from mirror_host.system_service.units import LOG_PACKETS_REFUSED
 
     if flags[:1] == ["--"]:
@@ -110,32 +112,23 @@ def _checked_serve_flags(install: argparse.ArgumentParser, flags: list[str]) -> 
     return flags
 
 
-def _run_install(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+# ServiceError from any of these is said in one line by main() (exit status 1).
+
+
+def run_install(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     from mirror_host.system_service.manage import System, install
 
     flags = _checked_serve_flags(args.parser, list(getattr(args, "serve_flags", [])))
-    try:
-        return install(flags, dry_run=args.dry_run, out=stdout, system=System())
-    except ServiceError as exc:
-        print(f"mirror-host: {exc}", file=sys.stderr)
-        return 1
+    return install(flags, dry_run=args.dry_run, out=out, system=System())
 
 
-def _run_status(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+def run_status(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     from mirror_host.system_service.manage import System, status
 
-    try:
-        return status(out=stdout, system=System())
-    except ServiceError as exc:
-        print(f"mirror-host: {exc}", file=sys.stderr)
-        return 1
+    return status(out=out, system=System())
 
 
-def _run_uninstall(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+def run_uninstall(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     from mirror_host.system_service.manage import System, uninstall
 
-    try:
-        return uninstall(dry_run=args.dry_run, out=stdout, system=System())
-    except ServiceError as exc:
-        print(f"mirror-host: {exc}", file=sys.stderr)
-        return 1
+    return uninstall(dry_run=args.dry_run, out=out, system=System())

@@ -1,11 +1,12 @@
-"""How ``--help`` lays out its text: prose wrapped to the terminal, examples as written."""
+"""How ``--help`` lays out its text, and where this installation's documentation is."""
 
 from __future__ import annotations
 
 import argparse
 import textwrap
+from pathlib import Path
 
-__all__ = ["HelpFormatter"]
+__all__ = ["HelpFormatter", "doc", "documentation", "documentation_dir"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -32,3 +33,23 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
                     )
                 )
         return "\n\n".join(paragraphs) + "\n"
+
+
+def documentation_dir() -> Path:
+    """Where this installation's documentation is: inside the package for a wheel
+    (pyproject.toml ships ``docs/`` there), ``docs/`` of the clone otherwise."""
+    package = Path(__file__).resolve().parent.parent
+    shipped = package / "docs"
+    return shipped if shipped.is_dir() else package.parent / "docs"
+
+
+def doc(name: str) -> Path:
+    """The documentation file ``name`` (``operations.md``) of this installation."""
+    return documentation_dir() / name
+
+
+def documentation(*files: tuple[str, str]) -> str:
+    """An epilog's closing block: each ``(file, what it covers)`` as its path here,
+    so a reader of ``--help`` finds it whether this is a clone or a wheel."""
+    rows = "".join(f"  {doc(name)}   {covers}\n" for name, covers in files)
+    return f"documentation (Markdown files of this installation):\n{rows}"
