@@ -243,11 +243,7 @@ class Sampler:
     async def _capture(self) -> Capture:
         lease = self.lease
         capture = await self.source.capture(
-            self.pane_id,
-            lease.representation,
-            with_viewport_text=lease.opt_ins.viewport_text,
-            with_scroll_bounds=lease.opt_ins.scroll_state,
-            with_styled_scrollback=lease.opt_ins.styled_scrollback,
+            self.pane_id, lease.representation, options=lease.opt_ins
         )
         if isinstance(capture, TextCapture):
             capture = replace(capture, text=utf8_text(capture.text))

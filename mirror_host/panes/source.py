@@ -26,7 +26,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 from uuid import UUID
 
-from mirror_host.capture.values import HistoryCapture, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    SCREEN_ONLY,
+    CaptureOptions,
+    HistoryCapture,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.panes.model import PaneInfo
 
@@ -66,15 +72,13 @@ class PaneSource(Protocol):
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane's screen now.
 
-        ``with_styled_scrollback`` (asked only together with viewport text, of
-        sources that advertise ``styled-scrollback-v1``) adds the styled archive
-        around a scrolled-back viewport to a VT capture.
+        ``options`` says what the capture carries besides the screen; a source
+        is asked only for what its capabilities advertise (viewport text and
+        the styled archive around a scrolled-back viewport: VT captures only).
 
         Raises:
             PaneNotFound: the pane is gone.

@@ -22,7 +22,7 @@ import trio
 import trio.testing
 
 from mirror_host import control as c
-from mirror_host.capture.values import TextCapture, VTCapture
+from mirror_host.capture.values import SCREEN_ONLY, CaptureOptions, TextCapture, VTCapture
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.host.sampler import CAPTURE_SECONDS, FIRST_CAPTURE_SECONDS
 from mirror_host.limits import POLL_SECONDS
@@ -281,18 +281,11 @@ class UncancellableCaptures(MemorySource):
         pane_id: UUID,
         representation: c.Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         number, self.started = self.started, self.started + 1
         with trio.CancelScope(shield=True):
-            capture = await super().capture(
-                pane_id,
-                representation,
-                with_viewport_text=with_viewport_text,
-                with_scroll_bounds=with_scroll_bounds,
-            )
+            capture = await super().capture(pane_id, representation, options=options)
         if number == self.failing:
             raise self.error
         return capture
