@@ -141,7 +141,6 @@ class LocalSource:
     """A :class:`~mirror_host.panes.source.PaneSource` of spawned PTYs."""
 
     capabilities = Capability.OWN_SCREEN
-    pushes_changes = True
 
     def __init__(
         self,

@@ -259,7 +259,6 @@ class TmuxSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over a tmux server."""
 
     capabilities = Capability.OWN_SCREEN
-    pushes_changes = True
 
     def __init__(
         self,

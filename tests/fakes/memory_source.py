@@ -56,7 +56,6 @@ class MemorySource:
     capabilities = frozenset(
         {Capability.HISTORY, Capability.REMOTE_SCROLL, Capability.SCROLL_STATE}
     )
-    pushes_changes = True
 
     def __init__(self) -> None:
         self.panes: dict[UUID, MemoryPane] = {}

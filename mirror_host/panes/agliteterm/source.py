@@ -183,9 +183,6 @@ class Mirror:
 class AgliteSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over one agliteterm instance."""
 
-    #: The source polls watched panes itself and reports changes.
-    pushes_changes = True
-
     def __init__(
         self,
         transport: Transport,

@@ -97,10 +97,6 @@ class _Refusal:
 class HerdrSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over a Herdr session."""
 
-    #: The source samples itself (observe stream, or its own 200 ms poll) and
-    #: reports changes, so the host never needs a timer for it.
-    pushes_changes = True
-
     def __init__(
         self,
         socket_path: Path,
