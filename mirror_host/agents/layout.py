@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 __all__ = [
     "NBSP",
     "bottom_rows",
+    "dialog_open",
     "has_phrase",
     "last_nonblank",
     "matches_any",
@@ -47,6 +48,12 @@ def has_phrase(lines: Iterable[str], phrases: Iterable[str]) -> str | None:
     """The first of ``phrases`` (lower case) found in any of ``lines``, or ``None``."""
     text = "\n".join(line.replace(NBSP, " ").lower() for line in lines)
     return next((phrase for phrase in phrases if phrase in text), None)
+
+
+def dialog_open(lines: Iterable[str], phrases: Iterable[str]) -> str | None:
+    """Why ``lines`` hold a dialog (the first of its ``phrases`` found), or ``None``."""
+    phrase = has_phrase(lines, phrases)
+    return None if phrase is None else f"a dialog is open ({phrase!r})"
 
 
 def matches_any(lines: Iterable[str], patterns: Iterable[re.Pattern[str]]) -> bool:

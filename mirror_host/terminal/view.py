@@ -26,18 +26,10 @@ class ScreenText:
         self._columns = columns
         lines = screen.active_text().split("\n")[:rows]
         lines += [""] * (rows - len(lines))
-        self._rows = tuple(line.rstrip() for line in lines)
-        self._cursor = screen.cursor if screen.mode(25) else None
+        self.rows: Sequence[str] = tuple(line.rstrip() for line in lines)
+        self.cursor: tuple[int, int] | None = screen.cursor if screen.mode(25) else None
         self._solid: dict[int, str] = {}
         self._continues: dict[int, bool] = {}
-
-    @property
-    def rows(self) -> Sequence[str]:
-        return self._rows
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        return self._cursor
 
     def solid_text(self, row: int) -> str:
         """Row ``row`` with every faint (SGR 2) character replaced by a space."""
