@@ -38,15 +38,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mirror_host.agents.layout import (
-    NBSP,
-    bottom_rows,
-    dialog_open,
-    has_phrase,
-    last_nonblank,
-    matches_any,
-)
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, has_phrase, matches_any
 
 __all__ = ["read_claude"]
 

@@ -25,15 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import (
-    NBSP,
-    bottom_rows,
-    dialog_open,
-    has_phrase,
-    last_nonblank,
-    matches_any,
-)
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, matches_any
 
 __all__ = ["read_omp"]
 
@@ -82,7 +76,7 @@ def read_omp(view: ScreenView) -> Reading:
     """omp's state and composer (module docstring)."""
     rows = view.rows
     editor = _editor(rows)
-    if editor is None or has_phrase(rows[editor[1] + 1 :], DIALOG_PHRASES):
+    if editor is None or dialog_open(rows[editor[1] + 1 :], DIALOG_PHRASES):
         region = [rows[i] for i in bottom_rows(rows, 12)]
         return Reading.without_composer(dialog_open(region, DIALOG_PHRASES), "no editor on screen")
     top, last = editor

@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import NBSP, bottom_rows, dialog_open, has_phrase, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, has_phrase, matches_any
 
 __all__ = ["read_opencode"]
 

@@ -56,6 +56,7 @@ PURE_MODULES = [
     "mirror_host.agents.model",
     "mirror_host.agents.process",
     "mirror_host.agents.layout",
+    "mirror_host.agents.phrases",
     "mirror_host.agents.claude",
     "mirror_host.agents.codex",
     "mirror_host.agents.gemini",
