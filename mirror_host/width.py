@@ -113,7 +113,8 @@ _EM_DASHES = frozenset({0x2E3A, 0x2E3B})
 
 @lru_cache(maxsize=8192)
 def char_width(char: str) -> int:
-    """Cells the code point ``char`` takes on its own line of libghostty: 0, 1 or 2."""
+    """Cells the code point ``char`` takes where libghostty lays it out: 0 (it joins
+    the cell before it, or is not drawn), 1 or 2."""
     code = ord(char)
     if 0x20 <= code < 0x7F:
         return 1
