@@ -45,5 +45,6 @@ MAX_ARCHIVE_ROWS = 5_000
 MAX_ARCHIVE_CELLS = 250_000
 MAX_ARCHIVE_BYTES = 2 * 1024 * 1024
 
-#: How often a pane that cannot push its changes is read (Prowl's 200 ms tick).
+#: Prowl's 200 ms tick: how often the Herdr source reads a pane it has no observe
+#: stream for, and how soon a sampler tries a capture that timed out again.
 POLL_SECONDS = 0.2

@@ -38,5 +38,5 @@ def read_aider(view: ScreenView) -> Reading:
         return Reading(AgentState.WORKING, Composer.ABSENT, reason="it is still writing")
     solid = _PROMPT.match(view.solid_text(last).replace(NBSP, " ").rstrip())
     draft = (solid.group(1) if solid else match.group(1)).strip()
-    composer = Composer.DRAFT if draft else Composer.EMPTY
+    composer = Composer.holding(draft)
     return Reading(AgentState.IDLE, composer, draft, "its prompt is waiting")

@@ -38,8 +38,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mirror_host.agents.layout import NBSP, bottom_rows, has_phrase, last_nonblank, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, has_phrase, matches_any
 
 __all__ = ["read_claude"]
 
@@ -156,12 +157,10 @@ def _draft(view: ScreenView, box: _Box) -> str:
 
 
 def _blocked(rows: Sequence[str]) -> str | None:
-    phrase = has_phrase(rows, DIALOG_PHRASES)
-    if phrase is not None:
-        return f"a dialog is open ({phrase!r})"
-    if matches_any(rows, _POINTERS):
+    dialog = dialog_open(rows, DIALOG_PHRASES)
+    if dialog is None and matches_any(rows, _POINTERS):
         return "a menu option is focused"
-    return None
+    return dialog
 
 
 def _dialog_above(rows: Sequence[str], box: _Box) -> str | None:
@@ -221,12 +220,9 @@ def read_claude(view: ScreenView) -> Reading:
     box = _find_box(view)
     if box is None:
         region = [rows[i] for i in bottom_rows(rows, 30)]
-        blocker = _blocked(region)
-        if blocker is not None:
-            return Reading(AgentState.BLOCKED, Composer.ABSENT, reason=blocker)
-        return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no input box on screen")
+        return Reading.without_composer(_blocked(region), "no input box on screen")
     draft = _draft(view, box)
-    composer = Composer.DRAFT if draft else Composer.EMPTY
+    composer = Composer.holding(draft)
     blocker = _blocked(rows[box.bottom + 1 :]) or _dialog_above(rows, box)
     if blocker is not None:
         return Reading(AgentState.BLOCKED, composer, draft, blocker)

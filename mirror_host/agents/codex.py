@@ -26,8 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import NBSP, bottom_rows, has_phrase, last_nonblank, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, has_phrase, matches_any
 
 __all__ = ["read_codex"]
 
@@ -90,12 +91,10 @@ def _draft(view: ScreenView, first: int) -> str:
 
 
 def _blocked(rows: Sequence[str]) -> str | None:
-    phrase = has_phrase(rows, DIALOG_PHRASES)
-    if phrase is not None:
-        return f"a dialog is open ({phrase!r})"
-    if matches_any(rows, (_OPTION,)):
+    dialog = dialog_open(rows, DIALOG_PHRASES)
+    if dialog is None and matches_any(rows, (_OPTION,)):
         return "an option is focused"
-    return None
+    return dialog
 
 
 def read_codex(view: ScreenView) -> Reading:
@@ -104,12 +103,9 @@ def read_codex(view: ScreenView) -> Reading:
     first = _composer_row(rows)
     if first is None or _OPTION.match(rows[first]):
         region = [rows[i] for i in bottom_rows(rows, 25)]
-        blocker = _blocked(region)
-        if blocker is not None:
-            return Reading(AgentState.BLOCKED, Composer.ABSENT, reason=blocker)
-        return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no composer on screen")
+        return Reading.without_composer(_blocked(region), "no composer on screen")
     draft = _draft(view, first)
-    composer = Composer.DRAFT if draft else Composer.EMPTY
+    composer = Composer.holding(draft)
     end = first + 1
     while end < len(rows) and rows[end].strip():
         end += 1

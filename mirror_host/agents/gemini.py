@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import NBSP, bottom_rows, has_phrase, last_nonblank, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, matches_any
 
 __all__ = ["read_gemini"]
 
@@ -82,9 +83,9 @@ def read_gemini(view: ScreenView) -> Reading:
     box = _box(rows)
     above = bottom_rows(rows, 25, before=box[0] if box else None)
     region = [rows[i] for i in above]
-    phrase = has_phrase(region, DIALOG_PHRASES)
-    if phrase is not None:
-        return Reading(AgentState.BLOCKED, Composer.ABSENT, reason=f"a dialog is open ({phrase!r})")
+    dialog = dialog_open(region, DIALOG_PHRASES)
+    if dialog is not None:
+        return Reading(AgentState.BLOCKED, Composer.ABSENT, reason=dialog)
     if box is None:
         return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no input box on screen")
     top, bottom = box
@@ -97,7 +98,7 @@ def read_gemini(view: ScreenView) -> Reading:
     if draft in _NOT_A_PROMPT:
         return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="the input takes commands")
     draft = "" if draft in _EMPTY_PLACEHOLDERS else draft
-    composer = Composer.DRAFT if draft else Composer.EMPTY
+    composer = Composer.holding(draft)
     near = [rows[i] for i in bottom_rows(rows, 6, before=top)]
     if matches_any(near, (_SPINNER, _CANCEL_CLOCK)):
         return Reading(AgentState.WORKING, composer, draft, "its spinner is running")

@@ -1,18 +1,11 @@
-"""Small helpers the screen readers share: finding rows, matching phrases. Pure."""
+"""Small helpers the screen readers share: finding rows (phrases: :mod:`.phrases`). Pure."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-__all__ = [
-    "NBSP",
-    "bottom_rows",
-    "has_phrase",
-    "last_nonblank",
-    "matches_any",
-    "squash",
-]
+__all__ = ["NBSP", "bottom_rows", "last_nonblank", "squash"]
 
 NBSP = "\u00a0"
 _SPACE = re.compile(r"\s+")
@@ -41,15 +34,3 @@ def bottom_rows(rows: Sequence[str], count: int, *, before: int | None = None) -
         index = last_nonblank(rows, index)
     found.reverse()
     return found
-
-
-def has_phrase(lines: Iterable[str], phrases: Iterable[str]) -> str | None:
-    """The first of ``phrases`` (lower case) found in any of ``lines``, or ``None``."""
-    text = "\n".join(line.replace(NBSP, " ").lower() for line in lines)
-    return next((phrase for phrase in phrases if phrase in text), None)
-
-
-def matches_any(lines: Iterable[str], patterns: Iterable[re.Pattern[str]]) -> bool:
-    """Whether any line matches any of the patterns."""
-    compiled = list(patterns)
-    return any(p.search(line.replace(NBSP, " ")) for line in lines for p in compiled)

@@ -76,6 +76,11 @@ class Composer(StrEnum):
     DRAFT = "draft"
     ABSENT = "absent"
 
+    @classmethod
+    def holding(cls, draft: str) -> Composer:
+        """An input box on screen that holds ``draft`` (placeholders left out)."""
+        return cls.DRAFT if draft else cls.EMPTY
+
 
 @dataclass(frozen=True, slots=True)
 class ForegroundProcess:
@@ -100,6 +105,14 @@ class Reading:
     draft: str = ""
     #: Why, in a few words (for refusal messages and logs).
     reason: str = ""
+
+    @classmethod
+    def without_composer(cls, blocker: str | None, missing: str) -> Reading:
+        """No input box to read: ``blocked`` by what ``blocker`` names (a dialog,
+        a focused option), else ``unknown``, ``missing`` saying what was not found."""
+        if blocker is not None:
+            return cls(AgentState.BLOCKED, Composer.ABSENT, reason=blocker)
+        return cls(AgentState.UNKNOWN, Composer.ABSENT, reason=missing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +169,9 @@ class TextView:
     soft-wrap continuations of the row above.
     """
 
-    lines: tuple[str, ...]
+    rows: tuple[str, ...]
     faint: tuple[tuple[int, frozenset[int]], ...] = ()
-    at: tuple[int, int] | None = None
+    cursor: tuple[int, int] | None = None
     wrapped: frozenset[int] = frozenset()
 
     @classmethod
@@ -175,16 +188,8 @@ class TextView:
         lines = tuple(line.rstrip() for line in text.split("\n"))
         return cls(lines, marks, cursor, frozenset(wrapped))
 
-    @property
-    def rows(self) -> Sequence[str]:
-        return self.lines
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        return self.at
-
     def solid_text(self, row: int) -> str:
-        line = self.lines[row]
+        line = self.rows[row]
         dim = next((columns for index, columns in self.faint if index == row), frozenset())
         return "".join(" " if i in dim else ch for i, ch in enumerate(line))
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import NBSP, bottom_rows, has_phrase, last_nonblank, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows, last_nonblank
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, matches_any
 
 __all__ = ["read_omp"]
 
@@ -75,25 +76,20 @@ def read_omp(view: ScreenView) -> Reading:
     """omp's state and composer (module docstring)."""
     rows = view.rows
     editor = _editor(rows)
-    if editor is None or has_phrase(rows[editor[1] + 1 :], DIALOG_PHRASES):
+    if editor is None or dialog_open(rows[editor[1] + 1 :], DIALOG_PHRASES):
         region = [rows[i] for i in bottom_rows(rows, 12)]
-        phrase = has_phrase(region, DIALOG_PHRASES)
-        if phrase is not None:
-            return Reading(
-                AgentState.BLOCKED, Composer.ABSENT, reason=f"a dialog is open ({phrase!r})"
-            )
-        return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no editor on screen")
+        return Reading.without_composer(dialog_open(region, DIALOG_PHRASES), "no editor on screen")
     top, last = editor
     lines = [_inner(view.solid_text(i)) for i in range(top + 1, last + 1)]
     draft = "\n".join(line for line in lines if line)
-    composer = Composer.DRAFT if draft else Composer.EMPTY
+    composer = Composer.holding(draft)
     if rows[last + 1 :] and any(r.strip() for r in rows[last + 1 :]) and not draft:
         # Something under an empty editor that is not a palette of a `/` draft.
         return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="something covers the editor")
     above = [rows[i] for i in bottom_rows(rows, 8, before=top)]
-    phrase = has_phrase(above, DIALOG_PHRASES)
-    if phrase is not None:  # a dialog's control row right above the editor
-        return Reading(AgentState.BLOCKED, composer, draft, f"a dialog is open ({phrase!r})")
+    dialog = dialog_open(above, DIALOG_PHRASES)
+    if dialog is not None:  # a dialog's control row right above the editor
+        return Reading(AgentState.BLOCKED, composer, draft, dialog)
     loader = [rows[i] for i in bottom_rows(rows, 6, before=top)]
     if matches_any(loader, (_LOADER,)):
         return Reading(AgentState.WORKING, composer, draft, "its loader is running")

@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mirror_host.agents.layout import NBSP, bottom_rows, has_phrase, matches_any
+from mirror_host.agents.layout import NBSP, bottom_rows
 from mirror_host.agents.model import AgentState, Composer, Reading, ScreenView
+from mirror_host.agents.phrases import dialog_open, has_phrase, matches_any
 
 __all__ = ["read_opencode"]
 
@@ -86,12 +87,9 @@ def read_opencode(view: ScreenView) -> Reading:
     region = [rows[i] for i in bottom_rows(rows, 30)]
     found = _composer(rows)
     if found is None:
-        phrase = has_phrase(region, DIALOG_PHRASES)
-        if phrase is not None:
-            return Reading(
-                AgentState.BLOCKED, Composer.ABSENT, reason=f"a dialog is open ({phrase!r})"
-            )
-        return Reading(AgentState.UNKNOWN, Composer.ABSENT, reason="no composer on screen")
+        return Reading.without_composer(
+            dialog_open(region, DIALOG_PHRASES), "no composer on screen"
+        )
     first, last, rule = found
     lines: list[str] = []
     for index in range(first, last + 1):
@@ -101,10 +99,10 @@ def read_opencode(view: ScreenView) -> Reading:
         lines.append(match.group(1).strip() if match else "")
     draft = "\n".join(lines).strip()
     draft = "" if draft.startswith(PLACEHOLDER_PREFIX) else draft
-    composer = Composer.DRAFT if draft else Composer.EMPTY
-    phrase = has_phrase(rows[rule + 1 :], DIALOG_PHRASES)
-    if phrase is not None:
-        return Reading(AgentState.BLOCKED, composer, draft, f"a dialog is open ({phrase!r})")
+    composer = Composer.holding(draft)
+    dialog = dialog_open(rows[rule + 1 :], DIALOG_PHRASES)
+    if dialog is not None:
+        return Reading(AgentState.BLOCKED, composer, draft, dialog)
     if has_phrase(region, WORKING_PHRASES) or matches_any(region, (_PROGRESS,)):
         return Reading(AgentState.WORKING, composer, draft, "it offers to interrupt its turn")
     return Reading(AgentState.IDLE, composer, draft, "its composer is waiting")

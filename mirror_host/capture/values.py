@@ -20,8 +20,10 @@ from mirror_host.errors import InvalidArgument
 from mirror_host.limits import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_ROWS
 
 __all__ = [
+    "SCREEN_ONLY",
     "Capability",
     "Capture",
+    "CaptureOptions",
     "HistoryCapture",
     "ScrollBounds",
     "StyledArchive",
@@ -86,6 +88,32 @@ class StyledArchive:
             raise InvalidArgument(f"an archive of {len(self.data)} bytes (1 … 2 MiB allowed)")
         if not 0 <= self.row_offset <= MAX_ARCHIVE_ROWS:
             raise InvalidArgument(f"row offset {self.row_offset} (0 … {MAX_ARCHIVE_ROWS} allowed)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaptureOptions:
+    """What a capture carries besides the screen: each flag asks for the capture's
+    field of the same name. A lease's are the subscriber's opt-ins (protocol.md
+    §4.3), less what the source does not advertise.
+
+    The styled archive rides inside the viewport text's message, so it is only
+    ever on together with viewport text: options that ask for it alone have it off.
+    """
+
+    #: The viewport's text while it is scrolled away from the bottom (VT only).
+    viewport_text: bool = False
+    #: The scroll bounds (``scrollState``).
+    scroll_bounds: bool = False
+    #: The styled archive around that viewport.
+    styled_scrollback: bool = False
+
+    def __post_init__(self) -> None:
+        if self.styled_scrollback and not self.viewport_text:
+            object.__setattr__(self, "styled_scrollback", False)
+
+
+#: A capture of the screen and nothing else (what a source is asked by default).
+SCREEN_ONLY = CaptureOptions()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

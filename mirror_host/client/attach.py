@@ -29,6 +29,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from uuid import UUID
 
 import trio
@@ -51,6 +52,7 @@ from mirror_host.client.client import (
     Credential,
     HandshakeFailed,
     HostIdentityChanged,
+    Incoming,
     MirrorClient,
     PairingRefused,
     connect_failure,
@@ -322,6 +324,14 @@ class _Lost:
     reason: str
 
 
+_HOST_CLOSED = _Lost("the host closed the connection")
+_Answer = TypeVar("_Answer")
+
+
+def _panes(item: Incoming) -> Panes | None:
+    return item if isinstance(item, Panes) else None
+
+
 class Attachment:
     """One attached terminal; see the module docstring."""
 
@@ -475,7 +485,7 @@ class Attachment:
             # The pane may be gone by now (closed, or the host restarted with new panes):
             # subscribing to it would only get the connection closed.
             await client.send(ListPanes())
-            panes = await self._answer(client, Panes)
+            panes = await self._reply(client, _panes, "`panes`")
             if not isinstance(panes, Panes):
                 return panes
             if all(pane.id != self.pane.id for pane in panes.panes):
@@ -483,7 +493,9 @@ class Attachment:
             await client.send(
                 Subscribe(pane_id=self.pane.id, representation=self.representation, intent=intent)
             )
-            answer = await self._first_answer(client)
+            answer: Subscribed | Ending | _Lost = await self._reply(
+                client, self._subscribe_answer, "answer to subscribe"
+            )
             if not isinstance(answer, Subscribed):
                 return answer
             self._subscribed_this_time = True
@@ -497,42 +509,41 @@ class Attachment:
                 return lost[0]
             return ending
 
-    async def _first_answer(self, client: MirrorClient) -> Subscribed | Ending | _Lost:
+    async def _reply(
+        self, client: MirrorClient, pick: Callable[[Incoming], _Answer | None], awaited: str
+    ) -> _Answer | _Lost:
+        """What ``pick`` makes of the first message it answers, within the reply
+        time; anything else that arrives meanwhile is passed over."""
         with trio.move_on_after(REPLY_SECONDS):
             while True:
                 try:
                     item = await client.receive(timeout=REPLY_SECONDS)
                 except ClientClosed:
-                    return _Lost("the host closed the connection")
-                if isinstance(item, Subscribed):
-                    return item
-                if isinstance(item, Failure):
-                    if item.error.startswith("PANE_BUSY"):
-                        if self._ever_subscribed:
-                            return _Lost("the pane is still held, probably by the lost connection")
-                        # Prowl's PANE_BUSY names nobody: it may be this device's
-                        # own other attach (its credential, in another terminal).
-                        return Ending(
-                            1,
-                            f"{self.pane.title!r} is already mirrored, by another device or "
-                            "another `mirror-host attach` of this one: run again with "
-                            "--take-over to take it",
-                        )
-                    return Ending(1, f"the host refused the pane: {item.error}")
-                if isinstance(item, Ended):
-                    return Ending(1, describe_end(item.reason))
-        return _Lost(f"no answer to subscribe within {REPLY_SECONDS:g} s")
+                    return _HOST_CLOSED
+                picked = pick(item)
+                if picked is not None:
+                    return picked
+        return _Lost(f"no {awaited} within {REPLY_SECONDS:g} s")
 
-    async def _answer(self, client: MirrorClient, kind: type[Panes]) -> Panes | _Lost:
-        with trio.move_on_after(REPLY_SECONDS):
-            while True:
-                try:
-                    item = await client.receive(timeout=REPLY_SECONDS)
-                except ClientClosed:
-                    return _Lost("the host closed the connection")
-                if isinstance(item, kind):
-                    return item
-        return _Lost(f"no `{kind.CASE}` within {REPLY_SECONDS:g} s")
+    def _subscribe_answer(self, item: Incoming) -> Subscribed | Ending | _Lost | None:
+        if isinstance(item, Subscribed):
+            return item
+        if isinstance(item, Failure):
+            if item.error.startswith("PANE_BUSY"):
+                if self._ever_subscribed:
+                    return _Lost("the pane is still held, probably by the lost connection")
+                # Prowl's PANE_BUSY names nobody: it may be this device's
+                # own other attach (its credential, in another terminal).
+                return Ending(
+                    1,
+                    f"{self.pane.title!r} is already mirrored, by another device or "
+                    "another `mirror-host attach` of this one: run again with "
+                    "--take-over to take it",
+                )
+            return Ending(1, f"the host refused the pane: {item.error}")
+        if isinstance(item, Ended):
+            return Ending(1, describe_end(item.reason))
+        return None
 
     @property
     def _ever_subscribed(self) -> bool:
@@ -552,7 +563,7 @@ class Attachment:
             try:
                 await client.send(Ping())
             except ClientClosed:
-                lost.append(_Lost("the host closed the connection"))
+                lost.append(_HOST_CLOSED)
                 scope.cancel()
                 return
 
@@ -561,7 +572,7 @@ class Attachment:
             try:
                 item = await client.receive(timeout=math.inf)
             except ClientClosed:
-                return _Lost("the host closed the connection")
+                return _HOST_CLOSED
             if isinstance(item, VTFramePacket | TextFramePacket):
                 if item.subscription_id != lease:
                     continue
@@ -569,7 +580,7 @@ class Attachment:
                 try:
                     await client.send(Acknowledge(sequence=item.sequence, subscription_id=lease))
                 except ClientClosed:
-                    return _Lost("the host closed the connection")
+                    return _HOST_CLOSED
             elif isinstance(item, Ended):
                 return Ending(1, describe_end(item.reason))
             elif isinstance(item, Failure):

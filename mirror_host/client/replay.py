@@ -24,10 +24,10 @@ The pure helpers (:func:`crop_window`, :func:`filter_modes`, :func:`render_text`
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from mirror_host.terminal import Screen
+from mirror_host.width import char_width, text_width
 
 __all__ = [
     "SYNC_BEGIN",
@@ -37,7 +37,6 @@ __all__ = [
     "Replica",
     "Window",
     "crop_window",
-    "display_width",
     "filter_modes",
     "render_text",
 ]
@@ -152,17 +151,6 @@ def crop_window(host: tuple[int, int], local: tuple[int, int], cursor: tuple[int
     )
 
 
-def _char_width(ch: str) -> int:
-    if unicodedata.combining(ch):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
-def display_width(text: str) -> int:
-    """Cells ``text`` takes in a terminal (wide characters count 2)."""
-    return sum(_char_width(ch) for ch in text)
-
-
 def _safe(text: str) -> str:
     """Text from a host with every control character made visible and harmless."""
     return "".join("\ufffd" if (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F) else ch for ch in text)
@@ -172,7 +160,7 @@ def _clip(text: str, columns: int) -> str:
     out: list[str] = []
     used = 0
     for ch in text:
-        width = _char_width(ch)
+        width = char_width(ch)
         if used + width > columns:
             break
         out.append(ch)
@@ -205,7 +193,7 @@ def render_text(
         lines.pop()
     lines = [_safe(line) for line in lines]
     room = max(1, rows - 1)
-    cropped = len(lines) > room or any(display_width(line) > columns for line in lines)
+    cropped = len(lines) > room or any(text_width(line) > columns for line in lines)
     shown = lines[-room:] if len(lines) > room else lines
     out = bytearray()
     for index, line in enumerate(shown, start=1):
@@ -262,7 +250,7 @@ def _fitting(columns: int, *forms: str) -> str:
     """The first of ``forms`` (longest first) that fits ``columns`` cells; else the
     last (clipped when it is shown)."""
     for form in forms:
-        if display_width(form) <= columns:
+        if text_width(form) <= columns:
             return form
     return forms[-1]
 

@@ -92,9 +92,7 @@ class Sampler:
         self.pane_id = lease.pane_id
         #: Cancelled when the lease ends (or is refused): the watch goes with it.
         self.scope = trio.CancelScope()
-        self.pacer = FramePacer(
-            connection.session.frame_schedule, polling=not source.pushes_changes
-        )
+        self.pacer = FramePacer(connection.session.frame_schedule)
         self._wakeup = trio.Event()
         #: Cancelled once the subscribe is answered: the first-capture deadline.
         self._deadline = trio.CancelScope()
@@ -227,7 +225,7 @@ class Sampler:
                         capture = await self._capture()
                     if capture is None:
                         # Every source here captures from memory, so this is a safety
-                        # net: the pacer tries again a poll tick later, never a close.
+                        # net: the pacer tries again a tick (200 ms) later, never a close.
                         logger.warning(
                             "%s: a capture took more than %g s; trying again",
                             self.connection.label,
@@ -243,11 +241,7 @@ class Sampler:
     async def _capture(self) -> Capture:
         lease = self.lease
         capture = await self.source.capture(
-            self.pane_id,
-            lease.representation,
-            with_viewport_text=lease.opt_ins.viewport_text,
-            with_scroll_bounds=lease.opt_ins.scroll_state,
-            with_styled_scrollback=lease.opt_ins.styled_scrollback,
+            self.pane_id, lease.representation, options=lease.opt_ins
         )
         if isinstance(capture, TextCapture):
             capture = replace(capture, text=utf8_text(capture.text))

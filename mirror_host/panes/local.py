@@ -40,7 +40,14 @@ from uuid import UUID
 import trio
 
 from mirror_host.capture.styled import ArchiveCache, ArchiveKey, Cached, plan_window
-from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    SCREEN_ONLY,
+    Capability,
+    CaptureOptions,
+    HistoryCapture,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
@@ -134,7 +141,6 @@ class LocalSource:
     """A :class:`~mirror_host.panes.source.PaneSource` of spawned PTYs."""
 
     capabilities = Capability.OWN_SCREEN
-    pushes_changes = True
 
     def __init__(
         self,
@@ -455,18 +461,16 @@ class LocalSource:
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """Format the pane's screen now (no awaiting: the screen is in memory)."""
         pane = self.pane(pane_id)
         screen = pane.screen
-        wants_overlay = with_viewport_text and representation is Representation.VT
+        wants_overlay = options.viewport_text and representation is Representation.VT
         overlay = screen.viewport_overlay() if wants_overlay and screen.is_scrolled_back else None
-        bounds = screen.scroll_bounds() if with_scroll_bounds else None
+        bounds = screen.scroll_bounds() if options.scroll_bounds else None
         capture = screen.capture(representation, overlay=overlay, bounds=bounds)
-        if with_styled_scrollback and isinstance(capture, VTCapture) and overlay is not None:
+        if options.styled_scrollback and isinstance(capture, VTCapture) and overlay is not None:
             styled = _styled(pane, capture, overlay, trio.current_time())
             capture = replace(
                 capture, viewport_text=styled.viewport_text, styled_scrollback=styled.archive

@@ -6,12 +6,14 @@ test can run the whole host against any source. The same source goes to its
 command backend, which types against a Protocol of its own (``commands/``).
 
 Sampling contract: the host reads a pane (``capture``) only while somebody is
-subscribed to it, and it does so inside ``watch(pane_id, on_change)``. A source
-that can *push* (``pushes_changes``) calls ``on_change`` whenever the pane may
-have changed, and the host sends the next frame as soon as the client's gate is
-open. A source that cannot push is sampled every 200 ms instead. ``watch`` is
-also where a source starts per-pane machinery (an observe stream, say) and where
-it stops it when the last subscriber leaves.
+subscribed to it, and it does so inside ``watch(pane_id, on_change)``. The
+source calls ``on_change`` whenever the pane may have changed (and when it
+goes), and the host sends the next frame as soon as the client's gate is open;
+the host keeps no poll timer of its own. A source whose program cannot push its
+output polls it itself, inside ``watch``, at a rate that program affords (Herdr
+without an observe stream every 200 ms, agliteterm by how busy a pane is).
+``watch`` is also where a source starts such per-pane machinery (an observe
+stream, a poll) and where it stops it when the last subscriber leaves.
 
 Two optional methods feed ``mirror-host status`` (the hub looks them up by
 name): ``health() -> {"kind", "state", "detail"}``, which says why a source lists
@@ -26,7 +28,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 from uuid import UUID
 
-from mirror_host.capture.values import HistoryCapture, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    SCREEN_ONLY,
+    CaptureOptions,
+    HistoryCapture,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.panes.model import PaneInfo
 
@@ -40,8 +48,6 @@ class PaneSource(Protocol):
     #: ``remote-scroll``, ``viewport-text-v1``, ``styled-scrollback-v1``,
     #: ``scroll-state-v1``).
     capabilities: frozenset[str]
-    #: True when ``watch`` reports changes; False means "poll every 200 ms".
-    pushes_changes: bool
 
     async def list_panes(self) -> list[PaneInfo]:
         """The current panes, without reading any terminal contents."""
@@ -66,15 +72,13 @@ class PaneSource(Protocol):
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane's screen now.
 
-        ``with_styled_scrollback`` (asked only together with viewport text, of
-        sources that advertise ``styled-scrollback-v1``) adds the styled archive
-        around a scrolled-back viewport to a VT capture.
+        ``options`` says what the capture carries besides the screen; a source
+        is asked only for what its capabilities advertise (viewport text and
+        the styled archive around a scrolled-back viewport: VT captures only).
 
         Raises:
             PaneNotFound: the pane is gone.

@@ -62,7 +62,9 @@ from mirror_host.capture.styled import (
     plan_window,
 )
 from mirror_host.capture.values import (
+    SCREEN_ONLY,
     Capability,
+    CaptureOptions,
     HistoryCapture,
     ScrollBounds,
     TextCapture,
@@ -257,7 +259,6 @@ class TmuxSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over a tmux server."""
 
     capabilities = Capability.OWN_SCREEN
-    pushes_changes = True
 
     def __init__(
         self,
@@ -643,24 +644,22 @@ class TmuxSource:
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane's screen from its mirror; the copy-mode view while scrolled."""
         pane = self._pane(pane_id)
         screen = pane.screen
         if screen is None:
             raise PaneNotFound(f"tmux pane {pane.row.pane_id} is not being mirrored")
-        bounds = self._bounds(pane, screen) if with_scroll_bounds else None
+        bounds = self._bounds(pane, screen) if options.scroll_bounds else None
         overlay = pane.viewport
         if representation is Representation.TEXT:
             # A text frame is the view as text, without the empty rows below it.
             overlay = overlay.rstrip("\n") if overlay is not None else None
-        elif not with_viewport_text:
+        elif not options.viewport_text:
             overlay = None
         capture = screen.capture(representation, overlay=overlay, bounds=bounds)
-        if with_styled_scrollback and isinstance(capture, VTCapture):
+        if options.styled_scrollback and isinstance(capture, VTCapture):
             styled = await self._styled(pane, capture)
             if styled is not None:
                 capture = replace(

@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mirror_host.errors import InvalidArgument
-from mirror_host.panes.agliteterm.cells import text_cells
+from mirror_host.width import text_width
 
 __all__ = [
     "LIST_FORMAT",
@@ -475,7 +475,7 @@ def soft_wraps(rows: list[str], joined: list[str], width: int) -> list[bool]:
         collected = rows[index]
         index += 1
         while collected != line and index < len(rows) and line.startswith(collected):
-            flags[index] = text_cells(rows[index - 1]) >= width
+            flags[index] = text_width(rows[index - 1]) >= width
             collected += rows[index]
             index += 1
         if collected != line:

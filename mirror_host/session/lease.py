@@ -5,8 +5,9 @@ Theory of operation
 
 A connection holds at most one lease. The lease owns:
 
-* the **opt-ins** (:class:`OptIns`): what the subscriber asked for beyond the
-  frame itself and the host supports, decided once when the lease is made;
+* the **opt-ins** (a :class:`~mirror_host.capture.values.CaptureOptions`): what
+  the subscriber asked for beyond the frame itself and the host supports,
+  decided once when the lease is made, and what each capture for it carries;
 * the **frame gate** (:class:`FrameGate`): sequences start at 1 and grow by one
   per frame sent; at most one frame is unacknowledged; a frame equal to the last
   one sent is suppressed unless ``refresh`` cleared the baseline; an ACK that
@@ -27,7 +28,13 @@ import enum
 from dataclasses import dataclass
 from uuid import UUID
 
-from mirror_host.capture.values import Capability, Capture, ScrollBounds, VTCapture
+from mirror_host.capture.values import (
+    Capability,
+    Capture,
+    CaptureOptions,
+    ScrollBounds,
+    VTCapture,
+)
 from mirror_host.control import (
     ControlMessage,
     Representation,
@@ -47,11 +54,11 @@ __all__ = [
     "FrameGate",
     "FrameSchedule",
     "Lease",
-    "OptIns",
     "ScrollOutcome",
     "ScrollStage",
     "ScrollTracker",
     "frame_key",
+    "granted_opt_ins",
 ]
 
 #: After a scroll is applied, frames wait this long so the pane can redraw.
@@ -60,42 +67,23 @@ SCROLL_SETTLE_SECONDS = 0.2
 SCROLL_FORCE_SECONDS = 0.8
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OptIns:
-    """What a subscriber gets beyond the frame itself (protocol.md §4.3).
+def granted_opt_ins(request: Subscribe, capabilities: frozenset[str]) -> CaptureOptions:
+    """What ``request`` asked for beyond the frame itself, less what the host does
+    not advertise: what each capture for its lease carries.
 
-    Styled scrollback rides inside the viewport message, so it is only ever on
-    together with viewport text: an ``OptIns`` that asks for it alone has it off.
+    Unsupported opt-ins are ignored (protocol.md §4.3): viewport text only for
+    ``vt-v1``, styled scrollback only with viewport text, scroll state for both
+    representations.
     """
-
-    #: ``viewport`` with the scrolled viewport's text before each frame (``vt-v1``).
-    viewport_text: bool = False
-    #: ``scrollState`` (at top / at bottom) before each frame.
-    scroll_state: bool = False
-    #: The styled archive inside that ``viewport``.
-    styled_scrollback: bool = False
-
-    def __post_init__(self) -> None:
-        if self.styled_scrollback and not self.viewport_text:
-            object.__setattr__(self, "styled_scrollback", False)
-
-    @classmethod
-    def granted(cls, request: Subscribe, capabilities: frozenset[str]) -> OptIns:
-        """What ``request`` asked for, less what the host does not advertise.
-
-        Unsupported opt-ins are ignored (protocol.md §4.3): viewport text only
-        for ``vt-v1``, styled scrollback only with viewport text, scroll state
-        for both representations.
-        """
-        return cls(
-            viewport_text=bool(request.include_viewport_text)
-            and request.representation is Representation.VT
-            and Capability.VIEWPORT_TEXT in capabilities,
-            scroll_state=bool(request.include_scroll_state)
-            and Capability.SCROLL_STATE in capabilities,
-            styled_scrollback=bool(request.include_styled_scrollback)
-            and Capability.STYLED_SCROLLBACK in capabilities,
-        )
+    return CaptureOptions(
+        viewport_text=bool(request.include_viewport_text)
+        and request.representation is Representation.VT
+        and Capability.VIEWPORT_TEXT in capabilities,
+        scroll_bounds=bool(request.include_scroll_state)
+        and Capability.SCROLL_STATE in capabilities,
+        styled_scrollback=bool(request.include_styled_scrollback)
+        and Capability.STYLED_SCROLLBACK in capabilities,
+    )
 
 
 #: The gate's baseline before any frame (and after ``refresh``): equal to no key.
@@ -312,9 +300,9 @@ class FrameSchedule:
 NO_FRAMES = FrameSchedule(open=False, passed_at=None, wake_at=None)
 
 
-def frame_key(capture: Capture, opt_ins: OptIns) -> object:
+def frame_key(capture: Capture, opt_ins: CaptureOptions) -> object:
     """What the gate compares: only the parts this subscriber opted into."""
-    bounds: ScrollBounds | None = capture.scroll_bounds if opt_ins.scroll_state else None
+    bounds: ScrollBounds | None = capture.scroll_bounds if opt_ins.scroll_bounds else None
     if isinstance(capture, VTCapture):
         viewport = capture.viewport_text if opt_ins.viewport_text else None
         styled = capture.styled_scrollback if opt_ins.styled_scrollback else None
@@ -331,7 +319,7 @@ class Lease:
         subscription_id: UUID,
         pane_id: UUID,
         representation: Representation,
-        opt_ins: OptIns,
+        opt_ins: CaptureOptions,
         can_scroll: bool,
     ) -> None:
         self.subscription_id = subscription_id
@@ -351,7 +339,7 @@ class Lease:
             subscription_id=subscription_id,
             pane_id=request.pane_id,
             representation=request.representation,
-            opt_ins=OptIns.granted(request, capabilities),
+            opt_ins=granted_opt_ins(request, capabilities),
             can_scroll=Capability.REMOTE_SCROLL in capabilities,
         )
 
@@ -409,7 +397,7 @@ class Lease:
                     subscription_id=subscription_id,
                 )
             )
-        if opt_ins.scroll_state:
+        if opt_ins.scroll_bounds:
             bounds = capture.scroll_bounds or ScrollBounds()
             messages.append(
                 ScrollState(

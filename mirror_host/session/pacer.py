@@ -15,18 +15,20 @@ does asks it two questions at ``now`` and tells it what happened.
 
 A capture is wanted when the pane changed, a ``refresh`` (or a subscribe without
 a first frame) asks for one, a pending scroll's deadline passed since the last
-capture (settled at 200 ms, forced at 800 ms), an earlier
-capture timed out and its retry is due, or, for a source that cannot push its
-changes, the 200 ms poll tick came. It is taken only while the session's gate
+capture (settled at 200 ms, forced at 800 ms), or an earlier
+capture timed out and its retry is due. It is taken only while the session's gate
 is open (:class:`~mirror_host.session.lease.FrameSchedule`: no unacknowledged
 frame, no scroll settling), and never sooner than 16 ms after the last frame
 sent, so a pane printing flat out costs at most about 60 frames a second. While
 the gate is shut nothing is captured: the latest state goes out once the client
 acknowledges, never a queue of stale frames.
 
+Every source reports its own changes (``PaneSource.watch``): one that has to
+poll its program (Herdr without an observe stream, agliteterm) polls itself, at
+the rate its program affords, so nothing here keeps a poll tick.
+
 No wake is ever in the past unless a capture is due, so a sampler driven by
-this pacer cannot spin: while the gate is shut, a polling source checks its
-listing on the poll tick rather than at once, again and again.
+this pacer cannot spin.
 
 A sampler then reads::
 
@@ -74,11 +76,9 @@ class Pace(enum.Enum):
 class FramePacer:
     """The timing of one subscription's sampler. See the module docstring."""
 
-    def __init__(self, schedule: Callable[[float], FrameSchedule], *, polling: bool) -> None:
-        """``schedule`` is the session's :meth:`Session.frame_schedule`; ``polling``
-        is True for a source that cannot push its changes."""
+    def __init__(self, schedule: Callable[[float], FrameSchedule]) -> None:
+        """``schedule`` is the session's :meth:`Session.frame_schedule`."""
         self._schedule = schedule
-        self.polling = polling
         #: The pane changed since the last capture started.
         self._changed = False
         #: A capture is wanted even if nothing changed.
@@ -86,17 +86,14 @@ class FramePacer:
         #: When the last capture started: a scroll deadline passed since wants one.
         self._captured_at = -_NEVER
         self._last_frame = -_NEVER
-        self._next_poll = _NEVER
         #: After a capture that did not finish: try again at this time.
         self._retry_at = _NEVER
 
     # ------------------------------------------------------------ what happened
 
     def start(self, now: float) -> None:
-        """The lease is granted: sampling starts, and the 16 ms floor and the poll
-        tick count from ``now``."""
+        """The lease is granted: sampling starts, and the 16 ms floor counts from ``now``."""
         self._last_frame = now
-        self._next_poll = now + POLL_SECONDS
         self._retry_at = _NEVER
 
     def changed(self) -> None:
@@ -113,14 +110,10 @@ class FramePacer:
         self._changed = self._refresh = False
         self._captured_at = now
         self._retry_at = _NEVER
-        if self.polling and now >= self._next_poll:
-            self._next_poll += POLL_SECONDS
-            if self._next_poll <= now:  # behind by more than a tick: restart from now
-                self._next_poll = now + POLL_SECONDS
 
     def capture_timed_out(self, now: float) -> None:
-        """The capture did not finish in time: try again a poll tick later, even
-        if nothing wakes the sampler (never a reason to close)."""
+        """The capture did not finish in time: try again Prowl's 200 ms tick
+        later, even if nothing wakes the sampler (never a reason to close)."""
         self._retry_at = now + POLL_SECONDS
 
     def frame_sent(self, now: float) -> None:
@@ -143,16 +136,10 @@ class FramePacer:
         (``math.inf``: only a wakeup). Never before ``now`` unless a capture is due."""
         schedule = self._schedule(now)
         wakes = [] if schedule.wake_at is None else [schedule.wake_at]
-        if not schedule.open:
-            # Captures wait for the gate; a polling source still checks its listing.
-            if self.polling:
-                wakes.append(self._next_tick(now))
-        elif self._wanted(now, schedule):
-            return self._last_frame + MIN_FRAME_SECONDS
-        else:
+        if schedule.open:  # captures wait for the gate
+            if self._wanted(now, schedule):
+                return self._last_frame + MIN_FRAME_SECONDS
             wakes.append(self._retry_at)
-            if self.polling:
-                wakes.append(self._next_poll)
         return min(wakes, default=_NEVER)
 
     def _wanted(self, now: float, schedule: FrameSchedule) -> bool:
@@ -162,14 +149,4 @@ class FramePacer:
             or self._refresh
             or (passed_at is not None and passed_at > self._captured_at)
             or now >= self._retry_at
-            or (self.polling and now >= self._next_poll)
         )
-
-    def _next_tick(self, now: float) -> float:
-        """The first poll tick after ``now``."""
-        tick = self._next_poll
-        if tick <= now:
-            tick += (math.floor((now - tick) / POLL_SECONDS) + 1) * POLL_SECONDS
-            if tick <= now:  # the division rounded down a whole tick
-                tick += POLL_SECONDS
-        return tick

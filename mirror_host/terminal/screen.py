@@ -399,6 +399,19 @@ class Screen:
             style["bg"] = background
         return text, tuple(sorted(style.items()))
 
+    def is_spacer(self, x: int, y: int) -> bool:
+        """Whether active cell ``(x, y)`` is the second half of a wide character.
+
+        Asked of the grid rather than worked out from the character before it:
+        how wide a cell is depends on the screen's modes (grapheme clustering,
+        DEC mode 2027, widens ``❤️``), which no width table can know.
+        """
+        cell = ffi.new("GhosttyCell*")
+        _check(lib.ghostty_grid_ref_cell(self._terminal.ref(x, y, "active"), cell), "cell")
+        wide = ffi.new("GhosttyCellWide*")
+        _check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_WIDE, wide), "cell wide")
+        return bool(wide[0] == lib.GHOSTTY_CELL_WIDE_SPACER_TAIL)
+
     def continues(self, y: int) -> bool:
         """Whether active row ``y`` is a soft-wrap continuation of the row above it.
 

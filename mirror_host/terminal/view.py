@@ -10,7 +10,6 @@ not be fed in between.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 
 from mirror_host.terminal.screen import Screen
@@ -27,18 +26,10 @@ class ScreenText:
         self._columns = columns
         lines = screen.active_text().split("\n")[:rows]
         lines += [""] * (rows - len(lines))
-        self._rows = tuple(line.rstrip() for line in lines)
-        self._cursor = screen.cursor if screen.mode(25) else None
+        self.rows: Sequence[str] = tuple(line.rstrip() for line in lines)
+        self.cursor: tuple[int, int] | None = screen.cursor if screen.mode(25) else None
         self._solid: dict[int, str] = {}
         self._continues: dict[int, bool] = {}
-
-    @property
-    def rows(self) -> Sequence[str]:
-        return self._rows
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        return self._cursor
 
     def solid_text(self, row: int) -> str:
         """Row ``row`` with every faint (SGR 2) character replaced by a space."""
@@ -46,18 +37,18 @@ class ScreenText:
         if cached is not None:
             return cached
         out: list[str] = []
-        skip_spacer = False
+        after_text = False
         for x in range(self._columns):
             text, style = self._screen.cell(x, row)
             if not text:
-                if skip_spacer:  # the second cell of a wide character
-                    skip_spacer = False
-                    continue
-                out.append(" ")
+                # Only a cell right after a character can be its second half.
+                if not (after_text and self._screen.is_spacer(x, row)):
+                    out.append(" ")
+                after_text = False
                 continue
             faint = bool(dict(style).get("faint"))
             out.append(" " * len(text) if faint else text)
-            skip_spacer = unicodedata.east_asian_width(text[0]) in ("W", "F")
+            after_text = True
         solid = "".join(out).rstrip()
         self._solid[row] = solid
         return solid

@@ -193,9 +193,30 @@ def _ctx_pointer(context: ssl.SSLContext, libssl: _LibSSL) -> int:
     return pointer
 
 
-def _keep(context: ssl.SSLContext, callback: object) -> None:
+def _register(
+    context: ssl.SSLContext,
+    side: str,
+    callback: Callable[..., int],
+    c_type: Any,
+    install: Callable[[int, Any], object],
+    pointer: int,
+) -> None:
+    """Hand ``callback`` to OpenSSL (``install``) as a C function of ``c_type``, kept
+    alive as long as ``context``. Whatever it raises (any ``BaseException``) is a
+    refusal (0), logged by its type alone: nothing may escape into OpenSSL (module
+    docstring)."""
+
+    def guarded(*args: Any) -> int:
+        try:
+            return callback(*args)
+        except BaseException as exc:
+            _report(side, exc)
+            return 0
+
+    function = c_type(guarded)
     kept: list[object] = context.__dict__.setdefault(_KEEPALIVE, [])
-    kept.append(callback)
+    kept.append(function)
+    install(pointer, function)
 
 
 def install_server_callback(context: ssl.SSLContext, lookup: ServerCallback) -> None:
@@ -214,20 +235,15 @@ def install_server_callback(context: ssl.SSLContext, lookup: ServerCallback) -> 
     def server(_ssl: int | None, identity: bytes | None, psk: int | None, max_len: int) -> int:
         try:
             name = None if identity is None else identity.decode("utf-8")
-            key = lookup(name)
-            if not key or psk is None or len(key) > max_len:
-                return 0
-            ctypes.memmove(psk, key, len(key))
-            return len(key)
         except UnicodeDecodeError:
             return 0
-        except BaseException as exc:  # nothing may escape into OpenSSL (module docstring)
-            _report("server", exc)
+        key = lookup(name)
+        if not key or psk is None or len(key) > max_len:
             return 0
+        ctypes.memmove(psk, key, len(key))
+        return len(key)
 
-    function = _SERVER_CB(server)
-    _keep(context, function)
-    libssl.set_server(pointer, function)
+    _register(context, "server", server, _SERVER_CB, libssl.set_server, pointer)
     if libssl.use_hint(pointer, b"") != 1:
         raise TLSUnsupported("OpenSSL refused an empty PSK identity hint")
 
@@ -253,24 +269,18 @@ def install_client_callback(context: ssl.SSLContext, choose: ClientCallback) -> 
         psk: int | None,
         max_len: int,
     ) -> int:
-        try:
-            shown = None if hint is None else hint.decode("utf-8", "replace")
-            identity, key = choose(shown)
-            name = (identity or "").encode("utf-8") + b"\0"
-            if identity_out is None or psk is None or len(name) > max_identity:
-                return 0
-            if not key or len(key) > max_len or b"\0" in name[:-1]:
-                return 0
-            ctypes.memmove(identity_out, name, len(name))
-            ctypes.memmove(psk, key, len(key))
-            return len(key)
-        except BaseException as exc:  # nothing may escape into OpenSSL (module docstring)
-            _report("client", exc)
+        shown = None if hint is None else hint.decode("utf-8", "replace")
+        identity, key = choose(shown)
+        name = (identity or "").encode("utf-8") + b"\0"
+        if identity_out is None or psk is None or len(name) > max_identity:
             return 0
+        if not key or len(key) > max_len or b"\0" in name[:-1]:
+            return 0
+        ctypes.memmove(identity_out, name, len(name))
+        ctypes.memmove(psk, key, len(key))
+        return len(key)
 
-    function = _CLIENT_CB(client)
-    _keep(context, function)
-    libssl.set_client(pointer, function)
+    _register(context, "client", client, _CLIENT_CB, libssl.set_client, pointer)
 
 
 def _report(side: str, exc: BaseException) -> None:

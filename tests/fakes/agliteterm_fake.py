@@ -117,9 +117,9 @@ from typing import Any
 import trio
 from pyghostty.core import init_sized
 
-from mirror_host.panes.agliteterm.cells import char_cells
 from mirror_host.panes.lines import LineSplitter
 from mirror_host.terminal import Screen
+from mirror_host.width import char_width
 from tests.fakes.launch_words import Unsupported, agwinterm_argv, powershell_argvs
 
 __all__ = ["FakeAgliteterm", "main", "parse_lite_request"]
@@ -316,7 +316,7 @@ def _text_cells(chunk: bytes, pen: _Pen) -> list[Cell]:
     text = _ESC_OTHER.sub(b"", chunk).decode("utf-8", "replace")
     out: list[Cell] = []
     for char in text:
-        width = char_cells(char)
+        width = char_width(char)
         if width == 0:
             continue
         out.append((char, width, pen.copy()))

@@ -91,7 +91,6 @@ import struct
 import subprocess
 import sys
 import termios
-import unicodedata
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +100,7 @@ from pyghostty import lib
 from pyghostty.core import init_sized
 
 from mirror_host.terminal import Screen
+from mirror_host.width import char_width
 
 __all__ = [
     "AGENT_START_SETTLE_SECONDS",
@@ -1026,12 +1026,6 @@ def _set_color(pen: _Pen, code: int, color: str) -> None:
         pen.underline_color = color
 
 
-def _cell_width(char: str) -> int:
-    if unicodedata.combining(char) or char in "\u200d\ufe0f":
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
 Segments = tuple[tuple[bytes, bytes], ...]
 
 
@@ -1048,7 +1042,7 @@ def _segments(data: bytes, columns: int) -> Segments:
             return
         kept = []
         for char in chunk.decode("utf-8", "replace"):
-            cells = _cell_width(char)
+            cells = char_width(char)  # Herdr's grid is libghostty's
             if width + cells > columns:
                 break
             width += cells

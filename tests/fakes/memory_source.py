@@ -17,7 +17,14 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    SCREEN_ONLY,
+    Capability,
+    CaptureOptions,
+    HistoryCapture,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.model import PaneInfo, Watchers
@@ -49,7 +56,6 @@ class MemorySource:
     capabilities = frozenset(
         {Capability.HISTORY, Capability.REMOTE_SCROLL, Capability.SCROLL_STATE}
     )
-    pushes_changes = True
 
     def __init__(self) -> None:
         self.panes: dict[UUID, MemoryPane] = {}
@@ -111,15 +117,13 @@ class MemorySource:
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,  # not advertised: never asked
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         pane = self.panes.get(pane_id)
         first = pane is not None and pane.captures == 0
         pane = await self._call("first_capture" if first else "capture", pane_id)
         pane.captures += 1
-        bounds = pane.screen.scroll_bounds() if with_scroll_bounds else None
+        bounds = pane.screen.scroll_bounds() if options.scroll_bounds else None
         return pane.screen.capture(representation, bounds=bounds)
 
     async def write(self, pane_id: UUID, data: bytes) -> None:

@@ -12,11 +12,11 @@ from mirror_host.client.replay import (
     Replica,
     Window,
     crop_window,
-    display_width,
     filter_modes,
     render_text,
 )
 from mirror_host.terminal import Screen
+from mirror_host.width import text_width
 
 
 def test_report_and_screen_modes_are_stripped_others_kept() -> None:
@@ -71,7 +71,7 @@ def test_text_keeps_the_newest_rows_clips_wide_text_and_neutralises_controls() -
     assert b"\x1b]52" not in rows  # the host's escape cannot reach the terminal
     assert b"line 7" in rows and b"line 6" not in rows  # 4 rows + the notice
     assert "日本語テキ".encode() in rows and "日本語テキス".encode() not in rows
-    assert display_width("日本") == 4
+    assert text_width("日本") == 4
 
 
 def test_small_text_is_shown_whole() -> None:
@@ -177,4 +177,4 @@ def test_a_crop_notice_is_shortened_to_fit_never_cut_mid_word(columns: int, show
     line = _shown(Presenter().vt(b"", window, (0, 24), host, local), local)[-1]
     assert line == shown.replace("1-44", f"1-{min(44, columns)}")
     text_line = _shown(render_text("x\n" * 30, local, host)[0], local)[-1]
-    assert "Ctrl" in text_line and display_width(text_line) <= columns
+    assert "Ctrl" in text_line and text_width(text_line) <= columns

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("settings", ("config",)),
     ("auth", ("auth",)),
     ("control messages", ("control",)),
-    ("values", ("wire", "capture", "files", "streams")),
+    ("values", ("wire", "capture", "files", "streams", "width")),
     ("limits", ("limits",)),
     ("errors", ("errors", "mirror_host")),
 )
@@ -63,6 +63,7 @@ DOORS: dict[str, frozenset[str]] = {
             "wire",
             "files",
             "streams",
+            "width",
             "limits",
             "errors",
         }
@@ -80,6 +81,7 @@ DOORS: dict[str, frozenset[str]] = {
             "control",
             "capture",
             "streams",
+            "width",
             "limits",
             "errors",
         }
@@ -96,6 +98,7 @@ DOORS: dict[str, frozenset[str]] = {
     "capture": frozenset({"limits", "errors"}),
     "files": frozenset(),
     "streams": frozenset(),
+    "width": frozenset(),
     "limits": frozenset(),
     "errors": frozenset(),
     "mirror_host": frozenset(),

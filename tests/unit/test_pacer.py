@@ -32,8 +32,8 @@ class Gate:
         )
 
 
-def pacer(gate: Gate | None = None, *, polling: bool = False, start: float = 10.0) -> FramePacer:
-    made = FramePacer(gate or Gate(), polling=polling)
+def pacer(gate: Gate | None = None, *, start: float = 10.0) -> FramePacer:
+    made = FramePacer(gate or Gate())
     made.start(start)
     return made
 
@@ -153,33 +153,6 @@ def test_scroll_settling_shuts_the_gate_but_its_deadline_still_wakes() -> None:
     assert p.next_wake(12.1) == pytest.approx(12.2)
 
 
-def test_a_polling_source_is_read_every_200_ms() -> None:
-    p = pacer(polling=True)
-    assert p.next_wake(10.0) == pytest.approx(10.0 + POLL_SECONDS)
-    assert p.due(10.1) is Pace.WAIT
-    capture(p, 10.2)
-    assert p.next_wake(10.21) == pytest.approx(10.4)
-    capture(p, 10.4)
-    assert p.next_wake(10.41) == pytest.approx(10.6)
-
-
-def test_a_polling_source_behind_by_more_than_a_tick_restarts_the_tick_from_now() -> None:
-    gate = Gate(open=False)
-    p = pacer(gate, polling=True)
-    gate.open = True
-    capture(p, 11.05)  # the tick was due at 10.2
-    assert p.due(11.06) is Pace.WAIT
-    assert p.next_wake(11.06) == pytest.approx(11.25)
-
-
-def test_a_polling_source_checks_its_listing_on_the_tick_while_the_gate_is_shut() -> None:
-    gate = Gate(open=False)
-    p = pacer(gate, polling=True)
-    for now, tick in ((10.1, 10.2), (10.25, 10.4), (10.4, 10.6), (11.37, 11.4)):
-        assert p.due(now) is Pace.CHECK_LISTED
-        assert p.next_wake(now) == pytest.approx(tick)  # never in the past: no spinning
-
-
 def test_a_capture_that_timed_out_is_tried_again_a_tick_later() -> None:
     p = pacer()
     p.changed()
@@ -215,15 +188,15 @@ events = st.lists(
 
 
 @settings(max_examples=50)
-@given(events=events, polling=st.booleans())
+@given(events=events)
 def test_a_sampler_driven_by_the_pacer_never_spins_and_keeps_the_floor(
-    events: list[tuple[float, str]], polling: bool
+    events: list[tuple[float, str]],
 ) -> None:
     """Run a sampler the way the hub does, against outside events at given delays:
     frames are at least 16 ms apart, every wanted capture happens, and the loop
     never wakes twice at the same moment without doing something."""
     gate = Gate()
-    p = FramePacer(gate, polling=polling)
+    p = FramePacer(gate)
     now = 0.0
     p.start(now)
     frames: list[float] = []

@@ -10,6 +10,7 @@ import pytest
 PURE_MODULES = [
     "mirror_host.errors",
     "mirror_host.limits",
+    "mirror_host.width",
     "mirror_host.config",
     "mirror_host.wire",
     "mirror_host.control",
@@ -37,7 +38,6 @@ PURE_MODULES = [
     "mirror_host.capture.values",
     "mirror_host.panes.herdr.protocol",
     "mirror_host.panes.herdr.identity",
-    "mirror_host.panes.agliteterm.cells",
     "mirror_host.panes.agliteterm.protocol",
     "mirror_host.panes.agliteterm.render",
     "mirror_host.panes.agliteterm.scrollback",
@@ -56,6 +56,7 @@ PURE_MODULES = [
     "mirror_host.agents.model",
     "mirror_host.agents.process",
     "mirror_host.agents.layout",
+    "mirror_host.agents.phrases",
     "mirror_host.agents.claude",
     "mirror_host.agents.codex",
     "mirror_host.agents.gemini",

@@ -2,9 +2,8 @@
 
 ``tests/unit/test_pacer.py`` checks the pacer's decisions with hand-picked
 clocks; these check that the Trio sampler acts on them: it sleeps until the
-pacer's next wake, keeps the 16 ms floor, reads a polling source on its 200 ms
-tick (and only checks its listing there while the gate is shut), tries a capture
-that timed out again a tick later, answers ``refresh`` and a scroll's forced
+pacer's next wake, keeps the 16 ms floor, only checks a changed pane's listing
+while the gate is shut, tries a capture that timed out again a tick later, answers ``refresh`` and a scroll's forced
 deadline. All on pytest-trio's ``autojump_clock``: every time below is virtual
 and exact.
 """
@@ -13,8 +12,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from uuid import UUID
 
 import pytest
@@ -22,7 +19,7 @@ import trio
 import trio.testing
 
 from mirror_host import control as c
-from mirror_host.capture.values import TextCapture, VTCapture
+from mirror_host.capture.values import SCREEN_ONLY, CaptureOptions, TextCapture, VTCapture
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.host.sampler import CAPTURE_SECONDS, FIRST_CAPTURE_SECONDS
 from mirror_host.limits import POLL_SECONDS
@@ -34,21 +31,12 @@ from tests.fakes.memory_source import MemorySource
 from tests.unit.connection_harness import Peer, connect, hub_with, subscribe, subscribed_peer
 
 
-class PollingSource(MemorySource):
-    """A source that cannot push: its watch never calls back, so the hub polls it.
-
-    Counts the listing checks a sampler makes (``is_listed``)."""
-
-    pushes_changes = False
+class ListingCounter(MemorySource):
+    """Counts the listing checks a sampler makes (``is_listed``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.listing_checks = 0
-
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
-        async with super().watch(pane_id, lambda: None):
-            yield
 
     def is_listed(self, pane_id: UUID) -> bool:
         self.listing_checks += 1
@@ -89,32 +77,10 @@ async def test_a_pane_printing_flat_out_gets_a_frame_every_16_ms_no_sooner(
         assert max(gaps) <= MIN_FRAME_SECONDS + 1e-6  # and no slower: acknowledged at once
 
 
-async def test_a_polling_source_is_read_on_its_200_ms_tick(
+async def test_behind_a_shut_gate_a_change_only_checks_the_listing_and_a_gone_pane_ends_the_lease(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    source = PollingSource()
-    pane = source.add_pane()
-    async with hub_with(source) as (_, owner, nursery):
-        peer = await connect(owner, nursery)
-        sub = await subscribe(peer, pane)
-        granted = trio.current_time()  # the poll tick counts from here
-        await peer.frame_with(sub, "")
-        await trio.sleep(0.05)
-        source.output(pane, b"polled")  # nobody is told
-        await peer.frame_with(sub, "polled", within=POLL_SECONDS)
-        assert trio.current_time() == pytest.approx(granted + POLL_SECONDS)
-        # Unchanged, it is still read once a tick (and nothing is sent).
-        captures = source.panes[pane].captures
-        await trio.sleep_until(granted + POLL_SECONDS + 1.05)
-        assert source.panes[pane].captures - captures == 5
-        assert len(frame_times(peer)) == 2
-        assert owner.closed == []
-
-
-async def test_behind_a_shut_gate_a_polling_source_checks_its_listing_on_the_tick_only(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    source = PollingSource()
+    source = ListingCounter()
     pane = source.add_pane()
     async with hub_with(source) as (_, owner, nursery):
         peer = await connect(owner, nursery)
@@ -125,13 +91,13 @@ async def test_behind_a_shut_gate_a_polling_source_checks_its_listing_on_the_tic
         checks, captures = source.listing_checks, source.panes[pane].captures
         source.output(pane, b"unseen")
         await trio.sleep_until(granted + 1.05)
-        assert source.listing_checks - checks == 5  # once a tick, no spinning
+        assert source.listing_checks - checks == 1  # once for the change, no spinning
         assert source.panes[pane].captures == captures  # nothing is read for a shut gate
         source.close_pane(pane)
         closed = trio.current_time()
         ended = await peer.next(c.Ended, within=POLL_SECONDS)
         assert ended == c.Ended(reason=c.EndReason.PANE_CLOSED)
-        assert trio.current_time() == pytest.approx(closed + 0.15)  # the next tick, at 1.2 s
+        assert trio.current_time() == pytest.approx(closed)  # the source said so: at once
         assert frame_times(peer) == [granted]  # frame 1, with `subscribed` (of `sub`)
         assert ended and sub
 
@@ -281,18 +247,11 @@ class UncancellableCaptures(MemorySource):
         pane_id: UUID,
         representation: c.Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         number, self.started = self.started, self.started + 1
         with trio.CancelScope(shield=True):
-            capture = await super().capture(
-                pane_id,
-                representation,
-                with_viewport_text=with_viewport_text,
-                with_scroll_bounds=with_scroll_bounds,
-            )
+            capture = await super().capture(pane_id, representation, options=options)
         if number == self.failing:
             raise self.error
         return capture

@@ -37,3 +37,13 @@ def test_soft_wrapped_rows_are_told_from_new_lines() -> None:
     assert list(view.rows) == ["x" * 10, "x" * 10, "xxxxx", "y" * 10, "z"]
     assert [view.continues(row) for row in range(5)] == [False, True, True, False, False]
     assert [screen.continues(row) for row in range(5)] == [False, True, True, False, False]
+
+
+def test_a_cell_widened_by_grapheme_clustering_keeps_its_place() -> None:
+    """With DEC mode 2027 on, VS16 makes ``❤`` two cells wide: the grid says so,
+    where a width table (one cell for ``❤``) would put a space after it."""
+    screen = Screen(20, 2)
+    screen.feed("\x1b[?2027h❤\ufe0fx 日y".encode())
+    view = ScreenText(screen)
+    assert view.solid_text(0) == "❤\ufe0fx 日y"
+    assert [screen.is_spacer(x, 0) for x in range(6)] == [False, True, False, False, False, True]

@@ -9,7 +9,13 @@ from uuid import UUID
 import pytest
 
 from mirror_host import control as c
-from mirror_host.capture.values import ScrollBounds, StyledArchive, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    CaptureOptions,
+    ScrollBounds,
+    StyledArchive,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.errors import LocalProtocolError
 from mirror_host.session.connection import Phase, Session
 from mirror_host.session.events import (
@@ -24,7 +30,7 @@ from mirror_host.session.events import (
     ScrollRequested,
     SubscribeRequested,
 )
-from mirror_host.session.lease import Lease, OptIns
+from mirror_host.session.lease import Lease
 from mirror_host.session.link import MAX_OUTBOUND_BYTES
 from mirror_host.session.logged_in import (
     HISTORY_UNAVAILABLE,
@@ -482,7 +488,7 @@ def test_a_lease_never_wants_the_archive_without_viewport_text() -> None:
         subscription_id=uuid.uuid4(),
         pane_id=PANE,
         representation=c.Representation.VT,
-        opt_ins=OptIns(viewport_text=False, scroll_state=False, styled_scrollback=True),
+        opt_ins=CaptureOptions(viewport_text=False, scroll_bounds=False, styled_scrollback=True),
         can_scroll=True,
     )
     assert not lease.opt_ins.styled_scrollback

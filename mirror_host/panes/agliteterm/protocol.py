@@ -39,7 +39,7 @@ from typing import Any
 from uuid import UUID
 
 from mirror_host.errors import InputRefused, InvalidArgument, PaneNotFound, PaneSourceError
-from mirror_host.panes.agliteterm.cells import text_cells
+from mirror_host.width import text_width
 
 __all__ = [
     "DEFAULT_COLUMNS",
@@ -651,7 +651,7 @@ def widest_line(lines: Sequence[str], at_least: int = 0) -> int:
     widest = at_least
     for line in lines:
         if 2 * len(line) > widest:
-            widest = max(widest, text_cells(line))
+            widest = max(widest, text_width(line))
     return widest
 
 
@@ -671,8 +671,8 @@ def plain_buffer(text: str, *, rows: int, columns: int, keep: int) -> StyledScre
     screen: dict[int, Row] = {}
     for index, line in enumerate(lines):
         if line:
-            run = Run(col=0, width=max(1, min(columns, text_cells(line))), text=line)
+            run = Run(col=0, width=max(1, min(columns, text_width(line))), text=line)
             screen[index - top] = (run,)
     last = len(lines) - 1 - top
-    cursor = (max(0, last), min(columns, text_cells(lines[-1]))) if lines else (0, 0)
+    cursor = (max(0, last), min(columns, text_width(lines[-1]))) if lines else (0, 0)
     return StyledScreen(columns=columns, rows=screen, cursor=cursor)

@@ -169,21 +169,13 @@ class StyledView:
     def __init__(self, screen: StyledScreen, rows: int) -> None:
         self._lines = screen_lines(screen, rows)
         self._columns = screen.columns
-        self._rows = tuple(row_text(runs) for runs in self._lines)
+        self.rows: Sequence[str] = tuple(row_text(runs) for runs in self._lines)
         cursor = screen.cursor
-        self._cursor = (
+        self.cursor: tuple[int, int] | None = (
             (min(cursor[1], self._columns - 1), cursor[0])
             if cursor is not None and 0 <= cursor[0] < rows
             else None
         )
-
-    @property
-    def rows(self) -> Sequence[str]:
-        return self._rows
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        return self._cursor
 
     def solid_text(self, row: int) -> str:
         """Row ``row`` with every faint character blanked (one space per character)."""

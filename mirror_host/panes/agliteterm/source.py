@@ -52,7 +52,9 @@ from uuid import UUID
 import trio
 
 from mirror_host.capture.values import (
+    SCREEN_ONLY,
     Capability,
+    CaptureOptions,
     HistoryCapture,
     ScrollBounds,
     TextCapture,
@@ -180,9 +182,6 @@ class Mirror:
 
 class AgliteSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over one agliteterm instance."""
-
-    #: The source polls watched panes itself and reports changes.
-    pushes_changes = True
 
     def __init__(
         self,
@@ -552,15 +551,13 @@ class AgliteSource:
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,  # not advertised: never asked
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane as last read, or the scrolled copy; from memory, never awaiting."""
         mirror = self._mirror(pane_id)
         columns, rows = mirror.size
         lines, cursor, bounds = self._view(mirror)
-        shown = bounds if with_scroll_bounds else None
+        shown = bounds if options.scroll_bounds else None
         if representation is Representation.TEXT:
             text = text_frame(lines)
             return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=shown)

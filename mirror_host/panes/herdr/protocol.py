@@ -17,7 +17,6 @@ from __future__ import annotations
 import enum
 import json
 import re
-import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from uuid import UUID
 from mirror_host.capture.values import ScrollBounds
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.model import PaneInfo
+from mirror_host.width import text_width
 
 __all__ = [
     "HerdrError",
@@ -517,15 +517,6 @@ def strip_escapes(text: str) -> str:
     return _ESCAPES.sub("", text)
 
 
-def _display_width(text: str) -> int:
-    width = 0
-    for ch in strip_escapes(text):
-        if unicodedata.combining(ch):
-            continue
-        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return width
-
-
 def grid_size(
     pane: HerdrPane, snapshot: Snapshot, rows_text: list[str] | None = None
 ) -> tuple[int, int]:
@@ -544,7 +535,7 @@ def grid_size(
     # Nothing known: assume a classic 80x24 at least.
     columns, rows = columns or 80, rows or 24
     if rows_text:
-        columns = max(columns, *(_display_width(r) for r in rows_text))
+        columns = max(columns, *(text_width(strip_escapes(r)) for r in rows_text))
         rows = max(rows, len(rows_text))
     return max(1, min(columns, 1000)), max(1, min(rows, 1000))
 

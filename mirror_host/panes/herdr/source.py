@@ -39,7 +39,14 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.capture.values import Capability, HistoryCapture, TextCapture, VTCapture
+from mirror_host.capture.values import (
+    SCREEN_ONLY,
+    Capability,
+    CaptureOptions,
+    HistoryCapture,
+    TextCapture,
+    VTCapture,
+)
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, UnsupportedOperation
 from mirror_host.limits import POLL_SECONDS
@@ -89,10 +96,6 @@ class _Refusal:
 
 class HerdrSource:
     """A :class:`~mirror_host.panes.source.PaneSource` over a Herdr session."""
-
-    #: The source samples itself (observe stream, or its own 200 ms poll) and
-    #: reports changes, so the host never needs a timer for it.
-    pushes_changes = True
 
     def __init__(
         self,
@@ -369,9 +372,7 @@ class HerdrSource:
         pane_id: UUID,
         representation: Representation,
         *,
-        with_viewport_text: bool = False,
-        with_scroll_bounds: bool = False,
-        with_styled_scrollback: bool = False,  # not advertised: never asked
+        options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The mirrored screen (Herdr renders a scrolled-back pane scrolled back).
 
@@ -379,7 +380,7 @@ class HerdrSource:
         time, and is read here without one.
         """
         mirror = self._mirror(pane_id)
-        bounds = scroll_bounds(mirror.pane) if with_scroll_bounds else None
+        bounds = scroll_bounds(mirror.pane) if options.scroll_bounds else None
         return mirror.screen.capture(representation, bounds=bounds)
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
