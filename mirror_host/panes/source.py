@@ -11,26 +11,38 @@ that can *push* (``pushes_changes``) calls ``on_change`` whenever the pane may
 have changed, and the host sends the next frame as soon as the client's gate is
 open. A source that cannot push is sampled every 200 ms instead. ``watch`` is
 also where a source starts per-pane machinery (an observe stream, say) and where
-it stops it when the last subscriber leaves.
+it stops it when the last subscriber leaves: every source here does that through
+the one refcounted watch of :mod:`mirror_host.panes.mirrors`.
 
-Two optional methods feed ``mirror-host status`` (the hub looks them up by
-name): ``health() -> {"kind", "state", "detail"}``, which says why a source lists
-no panes (no tmux server, Herdr not running, every local pane exited), and
-``statistics()``, counters of its own.
+Two methods feed ``mirror-host status``: ``health()``, which says why a source
+lists no panes (no tmux server, Herdr not running, every local pane exited), and
+``statistics()``, counters of its own (at least ``watching``, the panes it
+mirrors now).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Any, Protocol, TypedDict
 from uuid import UUID
 
 from mirror_host.capture.values import HistoryCapture, TextCapture, VTCapture
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.panes.model import PaneInfo
 
-__all__ = ["PaneSource"]
+__all__ = ["Health", "PaneSource"]
+
+
+class Health(TypedDict):
+    """A source's state for ``mirror-host status`` (``source  kind, state: detail``)."""
+
+    #: ``local``, ``tmux``, ``herdr``, ``agliteterm`` …
+    kind: str
+    #: One word: ``running``, ``following``, ``starting``, ``unreachable``, ``empty`` …
+    state: str
+    #: What it means, in words (why there are no panes, what to do).
+    detail: str
 
 
 class PaneSource(Protocol):
@@ -109,4 +121,13 @@ class PaneSource(Protocol):
 
     async def run(self) -> None:
         """Background work (spawn PTYs, follow discovery); runs until cancelled."""
+        ...
+
+    def health(self) -> Health:
+        """Whether the source can list panes now, and if not, why; in memory."""
+        ...
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters of its own for ``mirror-host status`` and the benchmarks (JSON
+        values), at least ``watching``; in memory."""
         ...
