@@ -171,12 +171,11 @@ class MirrorTable(Generic[M]):
     ) -> NoReturn:
         """Run the feeds until cancelled (a source with a feed runs this in its ``run``)."""
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
+            async with trio.open_nursery() as self._nursery:
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            self._nursery = None
+            self._nursery = None  # a watch now is refused, not started in a closed nursery
 
     # ------------------------------------------------------------ watching
 
