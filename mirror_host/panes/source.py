@@ -66,10 +66,12 @@ class PaneSource(Protocol):
     def watch(
         self, pane_id: UUID, on_change: Callable[[], None]
     ) -> AbstractAsyncContextManager[None]:
-        """Keep ``pane_id`` observed while the context is open.
+        """Keep ``pane_id`` observed while the context is open (one mirror of the
+        pane however many watch it; none once the last left).
 
         Raises (on enter):
             PaneNotFound: the pane is gone.
+            PaneSourceError: its mirror could not start (a first read failed).
         """
         ...
 
