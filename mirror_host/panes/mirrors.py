@@ -123,9 +123,8 @@ class MirrorTable(Generic[M]):
     ) -> None:
         self._noun = noun
         self._create = create
-        self._start_hook = start
-        self._stop_hook = stop
-        self._feed = feed
+        #: What a source may leave out (``None``): nothing to read, undo or feed.
+        self._start_hook, self._stop_hook, self._feed = start, stop, feed
         self._mirrors: dict[UUID, M] = {}
         self._nursery: trio.Nursery | None = None
         #: Mirrors started since the source began: one per pane and watch period,
