@@ -118,12 +118,9 @@ class Hub:
                 for pane in listed
             ],
         }
-        statistics = getattr(self.source, "statistics", None)
-        if callable(statistics):
-            status["source"] = statistics()
-        health = getattr(self.source, "health", None)
-        if callable(health):  # why there may be no panes (no tmux server, Herdr away …)
-            status["health"] = health()
+        status["source"] = self.source.statistics()
+        # Why there may be no panes (no tmux server, Herdr away …).
+        status["health"] = self.source.health()
         return status
 
     # ------------------------------------------------------------ events

@@ -31,10 +31,11 @@ import subprocess
 import termios
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import trio
@@ -51,8 +52,10 @@ from mirror_host.capture.values import (
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.mirrors import MirrorTable, PaneMirror
 from mirror_host.panes.model import PaneInfo, Watchers
 from mirror_host.panes.pty_exec import pane_argv
+from mirror_host.panes.source import Health
 from mirror_host.shell.directory import ShellDirectory
 from mirror_host.shell.environment import (
     INJECTED_VARIABLES,
@@ -170,6 +173,9 @@ class LocalSource:
         self._cwd = cwd or _start_directory()
         self._env = env
         self._panes: dict[UUID, LocalPane] = {}
+        #: The watched panes: their output is read whether watched or not, so a
+        #: mirror here is just the watchers it tells.
+        self.mirrors = MirrorTable("local pane", create=self._mirror_of)
         self._nursery: trio.Nursery | None = None
         #: When each pane last got raw input from a client (agent delivery checks it).
         self.input_activity = InputActivity()
@@ -218,7 +224,7 @@ class LocalSource:
         for command, argv in programs:
             self.spawn(argv, label=command)
 
-    def health(self) -> dict[str, str]:
+    def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
         live = len(self.live_panes())
         if live:
@@ -373,7 +379,9 @@ class LocalSource:
     async def _retire(self, pane: LocalPane, *, stopping: bool) -> None:
         pane.alive = False
         self._panes.pop(pane.id, None)
-        pane.watchers.notify()
+        mirror = self.mirrors.get(pane.id)
+        if mirror is not None:
+            mirror.vanish()  # its watchers find it gone and get `ended paneClosed`
         with trio.CancelScope(shield=True):
             code = await self._reap(pane)
             await pane.master.aclose()
@@ -446,15 +454,19 @@ class LocalSource:
             )
         return panes
 
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
         """Call ``on_change`` after every chunk of output (and when it exits)."""
-        pane = self.pane(pane_id)
-        pane.watchers.add(on_change)
-        try:
-            yield
-        finally:
-            pane.watchers.discard(on_change)
+        return self.mirrors.watch(pane_id, on_change)
+
+    def _mirror_of(self, pane_id: UUID) -> PaneMirror:
+        # The pump tells the pane's own watchers; the mirror shares them.
+        return PaneMirror(uuid=pane_id, watchers=self.pane(pane_id).watchers)
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters for ``mirror-host status``."""
+        return self.mirrors.statistics()
 
     async def capture(
         self,

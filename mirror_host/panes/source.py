@@ -13,19 +13,21 @@ the host keeps no poll timer of its own. A source whose program cannot push its
 output polls it itself, inside ``watch``, at a rate that program affords (Herdr
 without an observe stream every 200 ms, agliteterm by how busy a pane is).
 ``watch`` is also where a source starts such per-pane machinery (an observe
-stream, a poll) and where it stops it when the last subscriber leaves.
+stream, a poll) and where it stops it when the last subscriber leaves: every
+source here does that through the one refcounted watch of
+:mod:`mirror_host.panes.mirrors`.
 
-Two optional methods feed ``mirror-host status`` (the hub looks them up by
-name): ``health() -> {"kind", "state", "detail"}``, which says why a source lists
-no panes (no tmux server, Herdr not running, every local pane exited), and
-``statistics()``, counters of its own.
+Two methods feed ``mirror-host status``: ``health()``, which says why a source
+lists no panes (no tmux server, Herdr not running, every local pane exited), and
+``statistics()``, counters of its own (at least ``watching``, the panes it
+mirrors now).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Any, Protocol, TypedDict
 from uuid import UUID
 
 from mirror_host.capture.values import (
@@ -38,7 +40,18 @@ from mirror_host.capture.values import (
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.panes.model import PaneInfo
 
-__all__ = ["PaneSource"]
+__all__ = ["Health", "PaneSource"]
+
+
+class Health(TypedDict):
+    """A source's state for ``mirror-host status`` (``source  kind, state: detail``)."""
+
+    #: ``local``, ``tmux``, ``herdr``, ``agliteterm`` …
+    kind: str
+    #: One word: ``running``, ``following``, ``starting``, ``unreachable``, ``empty`` …
+    state: str
+    #: What it means, in words (why there are no panes, what to do).
+    detail: str
 
 
 class PaneSource(Protocol):
@@ -60,10 +73,12 @@ class PaneSource(Protocol):
     def watch(
         self, pane_id: UUID, on_change: Callable[[], None]
     ) -> AbstractAsyncContextManager[None]:
-        """Keep ``pane_id`` observed while the context is open.
+        """Keep ``pane_id`` observed while the context is open (one mirror of the
+        pane however many watch it; none once the last left).
 
         Raises (on enter):
             PaneNotFound: the pane is gone.
+            PaneSourceError: its mirror could not start (a first read failed).
         """
         ...
 
@@ -113,4 +128,13 @@ class PaneSource(Protocol):
 
     async def run(self) -> None:
         """Background work (spawn PTYs, follow discovery); runs until cancelled."""
+        ...
+
+    def health(self) -> Health:
+        """Whether the source can list panes now, and if not, why; in memory."""
+        ...
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters of its own for ``mirror-host status`` and the benchmarks (JSON
+        values), at least ``watching``; in memory."""
         ...

@@ -46,10 +46,11 @@ import logging
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import trio
@@ -73,8 +74,11 @@ from mirror_host.capture.values import (
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.activity import InputActivity
+from mirror_host.panes.follow import MAX_BACKOFF_SECONDS, Follower
 from mirror_host.panes.lines import LineSplitter, LineTooLong
-from mirror_host.panes.model import PaneInfo, Watchers
+from mirror_host.panes.mirrors import MirrorTable, PaneMirror
+from mirror_host.panes.model import PaneInfo
+from mirror_host.panes.source import Health
 from mirror_host.panes.tmux_protocol import (
     LIST_FORMAT,
     PANE_STATE_FORMAT,
@@ -103,25 +107,35 @@ logger = logging.getLogger(__name__)
 
 _PANE_NAMESPACE = uuid.UUID("8c3c6a5e-5bd6-4c35-9d7e-1a1f6a0d2b11")
 _RELIST_DEBOUNCE_SECONDS = 0.05
-_MAX_BACKOFF_SECONDS = 30.0
 _SEND_CHUNK = 2048
 _MAX_LINE = 64 * 1024 * 1024
 
 
 @dataclass(eq=False)
 class _Pane:
+    """A listed pane: its id and its row of the last listing."""
+
     uuid: UUID
     row: PaneRow
+
+
+@dataclass(eq=False)
+class _Mirror(PaneMirror):
+    """A watched pane: its screen, seeded and then fed by ``%output``, and its scroll state."""
+
+    pane: _Pane
+    #: ``None`` until the first seed is in.
     screen: Screen | None = None
-    watchers: Watchers = field(default_factory=Watchers)
+    #: A seed is under way: output meanwhile waits in ``pending``, to follow it.
     seeding: bool = False
-    #: Set when the latest seed finished (or failed): a second watcher waits on it.
-    seeded: trio.Event = field(default_factory=trio.Event)
     pending: list[bytes] = field(default_factory=list)
     state: PaneState | None = None
     #: The copy-mode view while scrolled back: exactly its rows, as Prowl reads them.
     viewport: str | None = None
     archives: ArchiveCache = field(default_factory=ArchiveCache)
+
+    def label(self) -> str:
+        return f"tmux pane {self.pane.row.pane_id}"
 
 
 #: Blocks of a command line's reply, one tuple of lines per block.
@@ -284,60 +298,62 @@ class TmuxSource:
             self.base_command += ["-L", socket_name]
         self._where = socket_path or (f"-L {socket_name}" if socket_name else "the default socket")
         self._panes: dict[UUID, _Pane] = {}
-        self._by_tmux_id: dict[str, _Pane] = {}
+        #: Panes nobody watches are paused; a mirror is seeded for the first watcher.
+        self.mirrors = MirrorTable(
+            "tmux pane", create=self._new_mirror, start=self._seed, stop=self._unwatched
+        )
+        #: The mirrors ``%output`` goes to, by tmux pane id.
+        self._fed: dict[str, _Mirror] = {}
         self._clients: dict[str, _ControlClient] = {}
         self._relist = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._listed = trio.Event()
         #: When each pane last got raw input from a client (agent delivery checks it).
         self.input_activity = InputActivity()
-        #: Why the server cannot be listed right now (``None``: it can, or not tried yet).
-        self._problem: str | None = None
+        #: Retries an unreachable server (or tmux refusing to list); knows why.
+        self._follower = Follower()
 
     # ------------------------------------------------------------ running
 
     async def run(self) -> None:
         """Follow the server: list panes, keep one control client per session."""
-        backoff = 1.0
-        reachable: bool | None = None  # unknown until the first listing; logged on change
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            while True:
-                self._relist = trio.Event()
-                try:
-                    await self._refresh()
-                    backoff = 1.0
-                    self._problem = None
-                    if reachable is not True:
-                        logger.info(
-                            "following tmux on %s; panes listed: %d", self._where, len(self._panes)
-                        )
-                        reachable = True
-                    await self._relist.wait()
-                    await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
-                except PaneSourceError as exc:  # unreachable, or tmux refusing to list
-                    self._problem = str(exc)
-                    self._forget_all()
-                    if reachable is not False:
-                        logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
-                        reachable = False
-                    self._listed.set()
-                    with trio.move_on_after(backoff):
-                        await self._relist.wait()
-                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+            await self._follower.run(
+                self._follow, on_failure=self._unreachable, wake=lambda: self._relist
+            )
+
+    async def _follow(self) -> None:
+        """List the panes again whenever control mode reports a change."""
+        while True:
+            self._relist = trio.Event()
+            await self._refresh()
+            if self._follower.reached():
+                logger.info("following tmux on %s; panes listed: %d", self._where, len(self._panes))
+            await self._relist.wait()
+            await trio.sleep(_RELIST_DEBOUNCE_SECONDS)
+
+    def _unreachable(self) -> None:
+        self._forget_all()
+        self._listed.set()
 
     async def wait_listed(self) -> None:
         """Wait for the first pane listing (tests and start-up)."""
         await self._listed.wait()
 
-    def health(self) -> dict[str, str]:
+    def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
-        if self._problem is not None:
-            detail = f"{self._problem}; retrying (up to every {_MAX_BACKOFF_SECONDS:g} s)"
+        problem = self._follower.problem
+        if problem is not None:
+            detail = f"{problem}; retrying (up to every {MAX_BACKOFF_SECONDS:g} s)"
             return {"kind": "tmux", "state": "unreachable", "detail": detail}
         if not self._listed.is_set():
             return {"kind": "tmux", "state": "starting", "detail": f"reading {self._where}"}
         return {"kind": "tmux", "state": "following", "detail": self._where}
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters for ``mirror-host status``: the panes mirrored, the control clients."""
+        return {**self.mirrors.statistics(), "controlClients": len(self._clients)}
 
     def request_relist(self) -> None:
         """Something changed: read the pane list again (debounced)."""
@@ -388,15 +404,14 @@ class TmuxSource:
             seen.add(key)
             pane = self._panes.get(key)
             if pane is None:
-                pane = _Pane(key, row)
-                self._panes[key] = pane
-                self._by_tmux_id[row.pane_id] = pane
+                self._panes[key] = _Pane(key, row)
             else:
                 old_row, pane.row = pane.row, row
                 resized = (old_row.width, old_row.height) != (row.width, row.height)
-                if resized and pane.screen is not None:
+                mirror = self.mirrors.live(key)
+                if resized and mirror is not None and mirror.screen is not None:
                     try:
-                        await self._seed(pane)
+                        await self._seed(mirror)
                     except PaneSourceError as exc:
                         # One pane's failure must not stop the listing; retried next time.
                         pane.row = old_row
@@ -493,7 +508,8 @@ class TmuxSource:
     async def _pause_unwatched(self) -> None:
         for pane in list(self._panes.values()):
             client = self._clients.get(pane.row.session_id)
-            if client is None or pane.watchers or pane.row.pane_id in client.paused:
+            watched = self.mirrors.get(pane.uuid) is not None
+            if client is None or watched or pane.row.pane_id in client.paused:
                 continue
             try:
                 await client.pause(pane.row.pane_id)
@@ -503,18 +519,18 @@ class TmuxSource:
     def client_gone(self, client: _ControlClient) -> None:
         if self._clients.get(client.session_id) is client:
             del self._clients[client.session_id]
-        for pane in self._panes.values():
-            if pane.row.session_id == client.session_id and pane.screen is not None:
+        for mirror in self.mirrors:
+            if mirror.pane.row.session_id == client.session_id and mirror.screen is not None:
                 # Output was lost with the client: what the marks said is stale.
-                pane.screen.prompt.forget()
+                mirror.screen.prompt.forget()
         self.request_relist()
 
     def _drop(self, pane: _Pane) -> None:
         self._panes.pop(pane.uuid, None)
-        if self._by_tmux_id.get(pane.row.pane_id) is pane:
-            del self._by_tmux_id[pane.row.pane_id]
-        pane.screen = None
-        pane.watchers.notify()  # subscribers find it gone and get `ended paneClosed`
+        mirror = self.mirrors.get(pane.uuid)
+        if mirror is not None:
+            self._unfeed(mirror)
+            mirror.vanish()  # its watchers find it gone and get `ended paneClosed`
 
     def _forget_all(self) -> None:
         for pane in list(self._panes.values()):
@@ -522,33 +538,55 @@ class TmuxSource:
 
     def pane_output(self, tmux_id: str, data: bytes) -> None:
         """Control mode delivered output for ``tmux_id``."""
-        pane = self._by_tmux_id.get(tmux_id)
-        if pane is None or pane.screen is None:
+        mirror = self._fed.get(tmux_id)
+        if mirror is None:
             return
-        if pane.seeding:
-            pane.pending.append(data)
+        if mirror.seeding:
+            mirror.pending.append(data)
             return
-        pane.screen.feed(data)
-        pane.watchers.notify()
+        if mirror.screen is not None:
+            mirror.screen.feed(data)
+            mirror.watchers.notify()
 
-    # ------------------------------------------------------------ seeding
+    # ------------------------------------------------------------ watching
 
-    async def _seed(self, pane: _Pane) -> None:
-        client = self._clients.get(pane.row.session_id)
+    def _new_mirror(self, pane_id: UUID) -> _Mirror:
+        pane = self._pane(pane_id)
+        mirror = _Mirror(pane, uuid=pane_id)
+        self._fed[pane.row.pane_id] = mirror
+        return mirror
+
+    def _unfeed(self, mirror: _Mirror) -> None:
+        tmux_id = mirror.pane.row.pane_id
+        if self._fed.get(tmux_id) is mirror:
+            del self._fed[tmux_id]
+
+    async def _unwatched(self, mirror: _Mirror) -> None:
+        """The last watcher left: pause the pane again (within 2 s, or left as it is)."""
+        self._unfeed(mirror)
+        client = self._clients.get(mirror.pane.row.session_id)
+        if client is not None and mirror.uuid in self._panes:
+            with trio.move_on_after(2):
+                try:
+                    await client.pause(mirror.pane.row.pane_id)
+                except PaneSourceError:
+                    pass
+
+    async def _seed(self, mirror: _Mirror) -> None:
+        """Read the pane's screen and un-pause it in one command list (module docstring)."""
+        row = mirror.pane.row
+        client = self._clients.get(row.session_id)
         if client is None:
-            raise PaneNotFound(f"tmux session {pane.row.session_id} is gone")
-        target = pane.row.pane_id
-        pane.seeding = True
-        pane.seeded = trio.Event()
-        pane.pending = []
+            raise PaneNotFound(f"tmux session {row.session_id} is gone")
+        mirror.seeding = True
+        mirror.pending = []
         try:
-            await self._seed_from(client, pane, target)
+            await self._seed_from(client, mirror, row.pane_id)
         finally:
-            pane.seeding = False
-            pane.seeded.set()
-        pane.watchers.notify()
+            mirror.seeding = False
+        mirror.watchers.notify()
 
-    async def _seed_from(self, client: _ControlClient, pane: _Pane, target: str) -> None:
+    async def _seed_from(self, client: _ControlClient, mirror: _Mirror, target: str) -> None:
         try:
             blocks = await client.command(
                 f"refresh-client -A '{target}:continue' ; "
@@ -582,11 +620,11 @@ class TmuxSource:
             seed += row if wrapped else b"\x1b[%d;1H" % (index + 1) + row
         seed += b"\x1b[0m" + state.seed_modes()
         screen.feed(bytes(seed))
-        for data in pane.pending:
+        for data in mirror.pending:
             screen.feed(data)
-        pane.pending = []
-        pane.state = state
-        pane.screen = screen
+        mirror.pending = []
+        mirror.state = state
+        mirror.screen = screen
 
     # ------------------------------------------------------------ PaneSource
 
@@ -616,28 +654,11 @@ class TmuxSource:
             )
         return panes
 
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
         """Un-pause and seed the pane for the first watcher; pause it after the last."""
-        pane = self._pane(pane_id)
-        pane.watchers.add(on_change)
-        try:
-            if pane.seeding:  # another watcher's seed is under way: share it
-                await pane.seeded.wait()
-            if pane.screen is None:
-                await self._seed(pane)
-            yield
-        finally:
-            pane.watchers.discard(on_change)
-            if not pane.watchers:
-                pane.screen = None
-                client = self._clients.get(pane.row.session_id)
-                if client is not None and pane.uuid in self._panes:
-                    with trio.CancelScope(shield=True), trio.move_on_after(2):
-                        try:
-                            await client.pause(pane.row.pane_id)
-                        except PaneSourceError:
-                            pass
+        return self.mirrors.watch(pane_id, on_change)
 
     async def capture(
         self,
@@ -647,12 +668,12 @@ class TmuxSource:
         options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane's screen from its mirror; the copy-mode view while scrolled."""
-        pane = self._pane(pane_id)
-        screen = pane.screen
+        mirror = self.mirrors.require(pane_id)
+        screen = mirror.screen
         if screen is None:
-            raise PaneNotFound(f"tmux pane {pane.row.pane_id} is not being mirrored")
-        bounds = self._bounds(pane, screen) if options.scroll_bounds else None
-        overlay = pane.viewport
+            raise PaneNotFound(f"{mirror.label()} is not being mirrored")
+        bounds = self._bounds(mirror, screen) if options.scroll_bounds else None
+        overlay = mirror.viewport
         if representation is Representation.TEXT:
             # A text frame is the view as text, without the empty rows below it.
             overlay = overlay.rstrip("\n") if overlay is not None else None
@@ -660,22 +681,22 @@ class TmuxSource:
             overlay = None
         capture = screen.capture(representation, overlay=overlay, bounds=bounds)
         if options.styled_scrollback and isinstance(capture, VTCapture):
-            styled = await self._styled(pane, capture)
+            styled = await self._styled(mirror, capture)
             if styled is not None:
                 capture = replace(
                     capture, viewport_text=styled.viewport_text, styled_scrollback=styled.archive
                 )
         return capture
 
-    async def _styled(self, pane: _Pane, capture: VTCapture) -> Cached | None:
+    async def _styled(self, mirror: _Mirror, capture: VTCapture) -> Cached | None:
         """The archive around the copy-mode view, reused for 500 ms."""
-        state, text = pane.state, capture.viewport_text
+        state, text = mirror.state, capture.viewport_text
         if state is None or text is None or not state.in_mode or state.scroll_position == 0:
             return None
         top = state.history_size - state.scroll_position
         key = ArchiveKey(capture.columns, capture.rows, top, text)
         now = trio.current_time()
-        cached = pane.archives.lookup(key, now)
+        cached = mirror.archives.lookup(key, now)
         if cached is not None:
             return cached
         window = plan_window(
@@ -684,9 +705,9 @@ class TmuxSource:
             viewport_top=top,
             viewport_rows=state.height,
         )
-        rows = None if window is None else await self._archive_rows(pane, window, state)
+        rows = None if window is None else await self._archive_rows(mirror.pane, window, state)
         if window is None or rows is None:
-            return pane.archives.store(key, Cached(None, text), now)
+            return mirror.archives.store(key, Cached(None, text), now)
         exported = export_archive(
             screen_of_rows(rows, state.width),
             ArchiveWindow(0, len(rows), window.row_offset),
@@ -694,7 +715,7 @@ class TmuxSource:
             viewport_text=text,
             frame=capture.data,
         )
-        return pane.archives.store(key, exported, now)
+        return mirror.archives.store(key, exported, now)
 
     async def _archive_rows(
         self, pane: _Pane, window: ArchiveWindow, state: PaneState
@@ -725,8 +746,8 @@ class TmuxSource:
             history = now_history
         return None
 
-    def _bounds(self, pane: _Pane, screen: Screen) -> ScrollBounds:
-        state = pane.state
+    def _bounds(self, mirror: _Mirror, screen: Screen) -> ScrollBounds:
+        state = mirror.state
         if state is None or screen.on_alternate_screen or screen.mouse_captured:
             return ScrollBounds()
         if not state.in_mode:
@@ -741,7 +762,8 @@ class TmuxSource:
         pane = self._pane(pane_id)
         self.input_activity.note(pane_id, time.monotonic())
         target = pane.row.pane_id
-        if pane.viewport is not None:
+        mirror = self.mirrors.live(pane_id)
+        if mirror is not None and mirror.viewport is not None:
             await self.leave_copy_mode(pane_id)
         for start in range(0, len(data), _SEND_CHUNK):
             chunk = data[start : start + _SEND_CHUNK]
@@ -763,14 +785,15 @@ class TmuxSource:
 
     def pane_screen(self, pane_id: UUID) -> Screen | None:
         """The pane's mirrored screen while somebody watches it, else ``None``."""
-        return self._pane(pane_id).screen
+        self._pane(pane_id)
+        mirror = self.mirrors.live(pane_id)
+        return mirror.screen if mirror is not None else None
 
     async def leave_copy_mode(self, pane_id: UUID) -> None:
         """Back to the live pane if it is scrolled back (copy mode would take keys)."""
         pane = self._pane(pane_id)
         await self.run_tmux("send-keys", "-X", "-t", pane.row.pane_id, "cancel")
-        await self._update_scroll(pane)
-        pane.watchers.notify()
+        await self._scrolled(pane_id)
 
     async def scroll(self, pane_id: UUID, direction: ScrollDirection) -> None:
         """Page through tmux's history in copy mode by rows − 3 lines."""
@@ -782,21 +805,30 @@ class TmuxSource:
                 "copy-mode", "-e", "-t", target, ";",
                 "send-keys", "-X", "-t", target, "-N", lines, "scroll-up",
             )  # fmt: skip
-        elif pane.viewport is not None:
-            await self.run_tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
-        await self._update_scroll(pane)
-        pane.watchers.notify()
+        else:
+            mirror = self.mirrors.live(pane_id)
+            if mirror is not None and mirror.viewport is not None:
+                await self.run_tmux("send-keys", "-X", "-t", target, "-N", lines, "scroll-down")
+        await self._scrolled(pane_id)
 
-    async def _update_scroll(self, pane: _Pane) -> None:
-        target = pane.row.pane_id
+    async def _scrolled(self, pane_id: UUID) -> None:
+        """A watched pane's scroll state and copy-mode view, read again (a scroll or its end)."""
+        mirror = self.mirrors.live(pane_id)
+        if mirror is None:
+            return  # nobody sees it: the next seed reads its state
+        await self._update_scroll(mirror)
+        mirror.changed()
+
+    async def _update_scroll(self, mirror: _Mirror) -> None:
+        target = mirror.pane.row.pane_id
         state = parse_pane_state(
             await self.run_tmux("display-message", "-p", "-t", target, PANE_STATE_FORMAT)
         )
         if state is None:
             return
-        pane.state = state
+        mirror.state = state
         if not state.in_mode or state.scroll_position == 0:
-            pane.viewport = None
+            mirror.viewport = None
             return
         top = -state.scroll_position
         bottom = top + state.height - 1
@@ -805,7 +837,7 @@ class TmuxSource:
         )
         rows = [row.encode() for row in text.split("\n")[: state.height]]
         rows += [b""] * (state.height - len(rows))
-        pane.viewport = screen_of_rows(rows, max(1, state.width)).viewport_overlay()
+        mirror.viewport = screen_of_rows(rows, max(1, state.width)).viewport_overlay()
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """``capture-pane -J -S -``: all of tmux's history and the screen, styles stripped."""

@@ -10,9 +10,10 @@ hub is shown never to wait on a source where the protocol is read.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Any
 from uuid import UUID
 
 import trio
@@ -27,7 +28,9 @@ from mirror_host.capture.values import (
 )
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.panes.mirrors import MirrorTable, PaneMirror
 from mirror_host.panes.model import PaneInfo, Watchers
+from mirror_host.panes.source import Health
 from mirror_host.terminal import Screen
 
 __all__ = ["MemoryPane", "MemorySource"]
@@ -48,9 +51,11 @@ class MemoryPane:
 class MemorySource:
     """A :class:`~mirror_host.panes.source.PaneSource` over in-memory screens.
 
-    ``delays`` maps an operation (``watch``, ``first_capture``, ``capture``,
-    ``write``, ``scroll``, ``history``) to seconds it takes; ``failures`` maps it
-    to an exception it raises (after its delay).
+    ``delays`` maps an operation (``watch``: a mirror's start, ``first_capture``,
+    ``capture``, ``write``, ``scroll``, ``history``) to seconds it takes;
+    ``failures`` maps it to an exception it raises (after its delay). A pane's
+    mirror (:class:`~mirror_host.panes.mirrors.MirrorTable`, as every source's)
+    shares the pane's watchers.
     """
 
     capabilities = frozenset(
@@ -63,6 +68,7 @@ class MemorySource:
         self.failures: dict[str, PaneSourceError] = {}
         #: (operation, pane) in the order calls started, for ordering checks.
         self.calls: list[tuple[str, UUID]] = []
+        self.mirrors = MirrorTable("pane", create=self._mirror_of, start=self._start)
 
     def add_pane(self, title: str = "pane", *, columns: int = 40, rows: int = 10) -> UUID:
         pane_id = uuid.uuid4()
@@ -76,8 +82,10 @@ class MemorySource:
         pane.watchers.notify()
 
     def close_pane(self, pane_id: UUID) -> None:
-        pane = self.panes.pop(pane_id)
-        pane.watchers.notify()
+        self.panes.pop(pane_id)
+        mirror = self.mirrors.get(pane_id)
+        if mirror is not None:
+            mirror.vanish()
 
     async def _call(self, operation: str, pane_id: UUID) -> MemoryPane:
         self.calls.append((operation, pane_id))
@@ -103,14 +111,26 @@ class MemorySource:
     def is_listed(self, pane_id: UUID) -> bool:
         return pane_id in self.panes
 
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
-        pane = await self._call("watch", pane_id)
-        pane.watchers.add(on_change)
-        try:
-            yield
-        finally:
-            pane.watchers.discard(on_change)
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
+        return self.mirrors.watch(pane_id, on_change)
+
+    def _mirror_of(self, pane_id: UUID) -> PaneMirror:
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            raise PaneNotFound(f"pane {pane_id} is gone")
+        return PaneMirror(uuid=pane_id, watchers=pane.watchers)
+
+    async def _start(self, mirror: PaneMirror) -> None:
+        await self._call("watch", mirror.uuid)
+
+    def health(self) -> Health:
+        count = len(self.panes)
+        return {"kind": "memory", "state": "running", "detail": f"{count} panes in memory"}
+
+    def statistics(self) -> dict[str, Any]:
+        return self.mirrors.statistics()
 
     async def capture(
         self,

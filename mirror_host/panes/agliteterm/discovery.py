@@ -31,7 +31,6 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.errors import PaneSourceError
 from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.offer import Offer
 from mirror_host.panes.agliteterm.protocol import (
@@ -44,6 +43,7 @@ from mirror_host.panes.agliteterm.protocol import (
     parse_events,
     parse_tree,
 )
+from mirror_host.panes.follow import Follower
 
 __all__ = ["EVENTS_SECONDS", "AgliteDiscovery", "Listed"]
 
@@ -55,7 +55,6 @@ EVENTS_SECONDS = 1.0
 WATCHED_TREE_SECONDS = 1.0
 #: How often the tree is read anyway.
 SAFETY_TREE_SECONDS = 15.0
-_MAX_BACKOFF_SECONDS = 30.0
 _LANE = "discovery"
 
 #: Called after every tree read with the panes (by id, in tree order) and the
@@ -85,33 +84,20 @@ class AgliteDiscovery:
         self._watching = watching
         self._repoll = trio.Event()
         self._listed = trio.Event()
-        self._complained = False
-        #: Why agliteterm cannot be followed now (``None`` while it can).
-        self.problem: str | None = None
+        #: Retries agliteterm not running, restarting or failing; knows why.
+        self._follower = Follower(f"agliteterm at {client.endpoint}")
+
+    @property
+    def problem(self) -> str | None:
+        """Why agliteterm cannot be followed now (``None`` while it can)."""
+        return self._follower.problem
 
     async def run(self) -> None:
-        """Follow agliteterm until cancelled, reconnecting with capped backoff."""
-        backoff = 1.0
-        while True:
-            try:
-                await self._follow()
-            except PaneSourceError as exc:
-                self.problem = str(exc)
-                if not self._complained:
-                    logger.warning(
-                        "agliteterm at %s: %s; retrying (up to every %g s)",
-                        self.client.endpoint,
-                        exc,
-                        _MAX_BACKOFF_SECONDS,
-                    )
-                    self._complained = True
-                self._listed.set()
-                with trio.move_on_after(backoff):
-                    await self._repoll.wait()
-                self._repoll = trio.Event()
-                backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-            else:
-                backoff = 1.0
+        """Follow agliteterm until cancelled, reconnecting with capped backoff (a
+        :meth:`request_poll` meanwhile tries again at once)."""
+        await self._follower.run(
+            self._follow, on_failure=self._listed.set, wake=lambda: self._repoll
+        )
 
     async def wait_listed(self) -> None:
         """Wait for the first discovery attempt (tests and start-up)."""
@@ -136,6 +122,7 @@ class AgliteDiscovery:
         self._listed.set()
 
     async def _follow(self) -> None:
+        self._repoll = trio.Event()  # a retry asked for is this one
         try:
             pong = await self.client.call("ping", lane=_LANE)
         except AgliteError as exc:  # answers, but not ping: take it for lite
@@ -143,7 +130,7 @@ class AgliteDiscovery:
             pong = None
         dialect = dialect_of(pong)
         self.version = pong if isinstance(pong, str) else None
-        if dialect is not self.dialect or self._complained:
+        if dialect is not self.dialect or self._follower.in_outage:
             logger.info(
                 "connected to %s (%s dialect) at %s",
                 self.version or "agliteterm",
@@ -154,8 +141,7 @@ class AgliteDiscovery:
         self.learn(self.offer.connected(dialect, self.version))
         await self._read_events(first=True)
         await self.poll()
-        self._complained = False  # read whole again: the next outage is news
-        self.problem = None
+        self._follower.reached()  # read whole again: the next outage is news
         last_tree = trio.current_time()
         while True:
             self._repoll = trio.Event()

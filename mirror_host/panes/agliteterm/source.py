@@ -44,7 +44,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -92,7 +92,9 @@ from mirror_host.panes.agliteterm.render import (
 )
 from mirror_host.panes.agliteterm.scrollback import ScrolledView, scroll_step
 from mirror_host.panes.agliteterm.transport import Transport
-from mirror_host.panes.model import PaneInfo, Watchers
+from mirror_host.panes.mirrors import HICCUP_SECONDS, MirrorTable, PaneMirror
+from mirror_host.panes.model import PaneInfo
+from mirror_host.panes.source import Health
 
 __all__ = ["AgliteSource", "Mirror"]
 
@@ -118,8 +120,6 @@ HOST_INPUT_SECONDS = 25.0
 #: How long input refused as "busy or reserved" (nothing written) is retried.
 BUSY_RETRY_SECONDS = 3.0
 _BUSY_RETRY_PAUSE = 0.1
-#: After a failed read, wait this long before the next.
-_HICCUP_SECONDS = 1.0
 #: Lines asked for by a build that refuses ``all`` (the session keeps 2 MiB anyway).
 HISTORY_LINES = 20_000
 #: The most lines of a plain answer kept as the scroll copy (Prowl's own bound on
@@ -134,21 +134,13 @@ IDLE_LANE_SECONDS = 5.0
 
 
 @dataclass(eq=False)
-class Mirror:
-    """One watched pane: its latest tree record, screen, grid and watchers."""
+class Mirror(PaneMirror):
+    """One watched pane: its latest tree record, screen and grid (watchers: :class:`PaneMirror`)."""
 
-    uuid: UUID
     pane: SessionPane
     screen: StyledScreen
     size: tuple[int, int]
-    watchers: Watchers = field(default_factory=Watchers)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    #: Set (then renewed) to read the pane now rather than at the next tick.
-    poll_now: trio.Event = field(default_factory=trio.Event)
-    #: Set once the first read is in (or failed), for a second watcher.
-    started: trio.Event = field(default_factory=trio.Event)
     fast_until: float = float("-inf")
-    gone: bool = False
     #: The host's frozen copy while scrolled back, else ``None``.
     view: ScrolledView | None = None
     #: ``session.metrics`` (full app) and when it was read.
@@ -161,18 +153,9 @@ class Mirror:
     unchanged: int = 0
     #: A grid estimated from plain text (no grid reported): widest line, line count.
     estimate: tuple[int, int] | None = None
-    #: A read failed and was logged; the next success is logged too.
-    failing: bool = False
 
-    def vanish(self) -> None:
-        """The pane is gone for good: stop reading it and tell the watchers."""
-        if not self.gone:
-            self.gone = True
-            self.scope.cancel()
-            self.watchers.notify()
-
-    def changed(self) -> None:
-        self.watchers.notify()
+    def label(self) -> str:
+        return f"agliteterm pane {self.pane.pane_id}"
 
     def hurry(self, now: float) -> None:
         """Read now, and quickly for a while (input was just written)."""
@@ -199,9 +182,16 @@ class AgliteSource:
         self.poll_seconds = poll_seconds
         self.fast_poll_seconds = fast_poll_seconds
         self.discovery = AgliteDiscovery(
-            self.client, self._reconcile, watching=lambda: bool(self._mirrors)
+            self.client, self._reconcile, watching=lambda: len(self.mirrors) > 0
         )
-        self._mirrors: dict[UUID, Mirror] = {}
+        #: The watched panes: each read at once, then polled (``_poll_once``).
+        self.mirrors = MirrorTable(
+            "agliteterm pane",
+            create=self._new_mirror,
+            start=self._first_read,
+            stop=self._close_lanes,
+            feed=self._poll_once,
+        )
         self._nursery: trio.Nursery | None = None
         #: ``session.text`` selections this agliteterm refused (``screen``, ``all``).
         self._refused_forms: set[str] = set()
@@ -224,6 +214,7 @@ class AgliteSource:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._close_idle_lanes)
+                await nursery.start(self.mirrors.run)
                 await self.discovery.run()
                 nursery.cancel_scope.cancel()
         finally:
@@ -238,8 +229,8 @@ class AgliteSource:
     def _reconcile(self, panes: dict[UUID, SessionPane], read_started: float) -> None:
         """A new tree: follow renames and resizes, drop mirrors whose pane went,
         close the connections of every pane that went."""
-        for key, mirror in list(self._mirrors.items()):
-            fresh = panes.get(key)
+        for mirror in self.mirrors:
+            fresh = panes.get(mirror.uuid)
             if fresh is None:
                 logger.info("agliteterm pane %s is gone", mirror.pane.pane_id)
                 mirror.vanish()
@@ -277,7 +268,7 @@ class AgliteSource:
         return key not in self._idle_since and key not in self._one_offs and not self._watched(key)
 
     def _watched(self, pane_id: str) -> bool:
-        return any(m.pane.pane_id == pane_id and not m.gone for m in self._mirrors.values())
+        return any(m.pane.pane_id == pane_id and not m.gone for m in self.mirrors)
 
     async def _close_idle_lanes(self) -> None:
         """Close the lanes of unwatched panes idle for ``idle_lane_seconds`` (until cancelled);
@@ -323,7 +314,7 @@ class AgliteSource:
         return panes
 
     def is_listed(self, pane_id: UUID) -> bool:
-        mirror = self._mirrors.get(pane_id)
+        mirror = self.mirrors.get(pane_id)
         if mirror is not None and mirror.gone:
             return False
         return pane_id in self.discovery.panes
@@ -334,99 +325,66 @@ class AgliteSource:
         Raises:
             PaneNotFound: it is not in the last tree.
         """
-        mirror = self._mirrors.get(pane_id)
-        if mirror is not None and not mirror.gone:
+        mirror = self.mirrors.live(pane_id)
+        if mirror is not None:
             return mirror.pane
         pane = self.discovery.panes.get(pane_id)
         if pane is None:
             raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
         return pane
 
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
         """Read the pane (its first screen, then every 100 ms) while anybody watches it."""
-        mirror = self._mirrors.get(pane_id)
-        if mirror is None or mirror.gone:
-            mirror = await self._start(pane_id)
-        else:
-            await mirror.started.wait()
-            if mirror.gone:
-                raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
-        mirror.watchers.add(on_change)
-        try:
-            yield
-        finally:
-            mirror.watchers.discard(on_change)
-            if not mirror.watchers:
-                mirror.scope.cancel()
-                if self._mirrors.get(pane_id) is mirror:
-                    del self._mirrors[pane_id]
-                with trio.CancelScope(shield=True):
-                    for lane in PANE_LANES:
-                        await self.client.close_lane(f"{lane}:{mirror.pane.pane_id}")
+        return self.mirrors.watch(pane_id, on_change)
+
+    async def _close_lanes(self, mirror: Mirror) -> None:
+        """Nobody watches the pane any more: close its connections."""
+        for lane in PANE_LANES:
+            await self.client.close_lane(f"{lane}:{mirror.pane.pane_id}")
 
     @staticmethod
     def _lane(mirror: Mirror) -> str:
         return f"pane:{mirror.pane.pane_id}"
 
-    async def _start(self, pane_id: UUID) -> Mirror:
+    def _new_mirror(self, pane_id: UUID) -> Mirror:
         pane = self.pane_record(pane_id)
-        assert self._nursery is not None, "panes are watched only while the source runs"
         blank = StyledScreen(columns=pane.columns or 0, rows={}, cursor=(0, 0))
-        mirror = Mirror(pane_id, pane, blank, grid_size(pane, None))
-        self._mirrors[pane_id] = mirror
-        try:
-            with trio.move_on_after(FIRST_READ_SECONDS):
-                try:
-                    await self._read_into(mirror)
-                except AgliteSessionNotFound:
-                    await self._confirm_gone(mirror)
-                except PaneSourceError as exc:
-                    self._failed(mirror, exc)
-            if mirror.gone:
-                raise PaneNotFound(f"agliteterm pane {pane.pane_id} is gone")
-        except BaseException:
-            if self._mirrors.get(pane_id) is mirror:
-                del self._mirrors[pane_id]
-            mirror.vanish()
-            raise
-        finally:
-            mirror.started.set()
-        self._nursery.start_soon(self._poll, mirror)
-        return mirror
+        return Mirror(pane, blank, grid_size(pane, None), uuid=pane_id)
 
-    async def _poll(self, mirror: Mirror) -> None:
-        with mirror.scope:
-            while not mirror.gone:
-                now = trio.current_time()
-                fast = now < mirror.fast_until
-                interval = self.fast_poll_seconds if fast else self.poll_seconds
-                if self.discovery.offer.whole_buffer_reads:
-                    interval = whole_read_interval(
-                        interval, mirror.read_seconds, mirror.unchanged, fast=fast
-                    )
-                with trio.move_on_after(interval):
-                    await mirror.poll_now.wait()
-                # Renewed before the read: input written during it asks for the next.
-                mirror.poll_now = trio.Event()
-                try:
-                    await self._read_into(mirror)
-                except AgliteSessionNotFound:
-                    await self._confirm_gone(mirror)
-                except PaneSourceError as exc:
-                    # agliteterm slow, restarting or refusing: keep the last
-                    # screen (nobody is failed for it) and try again shortly.
-                    self._failed(mirror, exc)
-                    await trio.sleep(_HICCUP_SECONDS)
+    async def _first_read(self, mirror: Mirror) -> None:
+        """The first screen, waited for a while (a slow or failed read starts blank)."""
+        with trio.move_on_after(FIRST_READ_SECONDS):
+            try:
+                await self._read_into(mirror)
+            except AgliteSessionNotFound:
+                await self._confirm_gone(mirror)
+            except PaneSourceError as exc:
+                mirror.hiccup(exc)
 
-    def _failed(self, mirror: Mirror, exc: PaneSourceError) -> None:
-        if not mirror.failing:
-            logger.warning(
-                "reading agliteterm pane %s: %s; showing its last screen meanwhile",
-                mirror.pane.pane_id,
-                exc,
+    async def _poll_once(self, mirror: Mirror) -> None:
+        """Wait for the next read (sooner after input), then read the pane.
+
+        Raises:
+            PaneSourceError: agliteterm slow, restarting or refusing: the last
+                screen stays (nobody is failed for it) and the read is tried again.
+        """
+        now = trio.current_time()
+        fast = now < mirror.fast_until
+        interval = self.fast_poll_seconds if fast else self.poll_seconds
+        if self.discovery.offer.whole_buffer_reads:
+            interval = whole_read_interval(
+                interval, mirror.read_seconds, mirror.unchanged, fast=fast
             )
-            mirror.failing = True
+        with trio.move_on_after(interval):
+            await mirror.poll_now.wait()
+        # Renewed before the read: input written during it asks for the next.
+        mirror.poll_now = trio.Event()
+        try:
+            await self._read_into(mirror)
+        except AgliteSessionNotFound:
+            await self._confirm_gone(mirror)
 
     async def _read_into(self, mirror: Mirror) -> None:
         """One read of the pane's screen (and, in the full app, its grid); change if new."""
@@ -438,9 +396,7 @@ class AgliteSource:
         )
         mirror.read_seconds = trio.current_time() - started
         mirror.reads += 1
-        if mirror.failing:
-            logger.info("reading agliteterm pane %s again", mirror.pane.pane_id)
-            mirror.failing = False
+        mirror.fed()
         screen, mirror.estimate = self._screen_read(
             result, mirror.pane, mirror.metrics, mirror.estimate
         )
@@ -528,17 +484,11 @@ class AgliteSource:
         try:
             await self.discovery.poll()
         except PaneSourceError as exc:
-            self._failed(mirror, exc)
-            await trio.sleep(_HICCUP_SECONDS)
+            mirror.hiccup(exc)
+            await trio.sleep(HICCUP_SECONDS)
             return
         if mirror.uuid not in self.discovery.panes:
             mirror.vanish()
-
-    def _mirror(self, pane_id: UUID) -> Mirror:
-        mirror = self._mirrors.get(pane_id)
-        if mirror is None or mirror.gone:
-            raise PaneNotFound(f"agliteterm pane {pane_id} is gone")
-        return mirror
 
     def _view(self, mirror: Mirror) -> tuple[list[Row], tuple[int, int] | None, ScrollBounds]:
         if mirror.view is not None:
@@ -554,7 +504,7 @@ class AgliteSource:
         options: CaptureOptions = SCREEN_ONLY,
     ) -> VTCapture | TextCapture:
         """The pane as last read, or the scrolled copy; from memory, never awaiting."""
-        mirror = self._mirror(pane_id)
+        mirror = self.mirrors.require(pane_id)
         columns, rows = mirror.size
         lines, cursor, bounds = self._view(mirror)
         shown = bounds if options.scroll_bounds else None
@@ -583,7 +533,7 @@ class AgliteSource:
         if not text:
             return
         self.input_activity.note(pane_id, time.monotonic())
-        mirror = self._mirrors.get(pane_id)
+        mirror = self.mirrors.get(pane_id)
         if mirror is not None and mirror.view is not None:
             mirror.view = None  # typing returns to the live screen, as in a terminal
             mirror.changed()
@@ -654,7 +604,7 @@ class AgliteSource:
 
     def poke(self, pane_id: UUID) -> None:
         """Input went to the pane: read it now and quickly for a second."""
-        mirror = self._mirrors.get(pane_id)
+        mirror = self.mirrors.get(pane_id)
         if mirror is not None:
             mirror.hurry(trio.current_time())
 
@@ -665,7 +615,7 @@ class AgliteSource:
             PaneNotFound: the pane is gone.
             PaneSourceError: the scrollback could not be read (SCROLL_UNAVAILABLE).
         """
-        mirror = self._mirror(pane_id)
+        mirror = self.mirrors.require(pane_id)
         columns, rows = mirror.size
         step = scroll_step(rows)
         if direction is ScrollDirection.DOWN:
@@ -766,7 +716,7 @@ class AgliteSource:
             PaneNotFound, PaneSourceError.
         """
         pane = self.pane_record(pane_id)
-        mirror = self._mirrors.get(pane_id)
+        mirror = self.mirrors.get(pane_id)
         metrics = mirror.metrics if mirror is not None else None
         estimate = mirror.estimate if mirror is not None else None
         async with self._one_off(pane):  # AgliteSessionNotFound is a PaneNotFound
@@ -778,12 +728,12 @@ class AgliteSource:
 
     def mirrored_screen(self, pane_id: UUID) -> tuple[StyledScreen, tuple[int, int]] | None:
         """The watched pane's last screen and grid, else ``None`` (nothing is read)."""
-        mirror = self._mirrors.get(pane_id)
-        if mirror is None or mirror.gone or not mirror.reads:
+        mirror = self.mirrors.live(pane_id)
+        if mirror is None or not mirror.reads:
             return None
         return mirror.screen, mirror.size
 
-    def health(self) -> dict[str, str]:
+    def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``
         (the build, and what a newer one would add)."""
         discovery = self.discovery
@@ -802,7 +752,7 @@ class AgliteSource:
             "agliteterm": self.discovery.version,
             "dialect": self.discovery.dialect.value if self.discovery.dialect else None,
             "requests": dict(self.client.requests),
-            "watching": len(self._mirrors),
+            **self.mirrors.statistics(),
             "connections": self.client.lanes_open(),
             "restartsSeen": self.discovery.restarts_seen,
         }

@@ -28,6 +28,7 @@ import trio
 
 from mirror_host.config import AgliteSettings
 from mirror_host.errors import ConfigError, PaneSourceUnavailable
+from mirror_host.panes.backends import connect_unix, stop_process
 
 __all__ = ["CommandTransport", "Transport", "UnixSocketTransport", "agliteterm_transport"]
 
@@ -59,15 +60,12 @@ class UnixSocketTransport:
         self.endpoint = f"unix:{path}"
 
     async def connect(self) -> trio.abc.Stream:
-        try:
-            return await trio.open_unix_socket(str(self.path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise PaneSourceUnavailable(
-                f"nothing listens on {self.path} (is the npiperelay/socat relay to "
-                "agliteterm's pipe running? see docs/operations.md)"
-            ) from exc
-        except OSError as exc:
-            raise PaneSourceUnavailable(f"cannot reach agliteterm at {self.path}: {exc}") from exc
+        return await connect_unix(
+            self.path,
+            what="agliteterm",
+            nobody_listens=f"nothing listens on {self.path} (is the npiperelay/socat relay to "
+            "agliteterm's pipe running? see docs/operations.md)",
+        )
 
 
 class _ProcessStream(trio.abc.Stream):
@@ -99,16 +97,10 @@ class _ProcessStream(trio.abc.Stream):
             await self._stdin.aclose()
             await self._stdout.aclose()
             process = self.process
-            if process.returncode is None:
+            if process.returncode is None:  # a relay ends by itself once its input closes
                 with trio.move_on_after(_STOP_GRACE_SECONDS):
                     await process.wait()
-            if process.returncode is None:
-                process.terminate()
-                with trio.move_on_after(_STOP_GRACE_SECONDS):
-                    await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            await stop_process(process, grace=_STOP_GRACE_SECONDS)
 
 
 class CommandTransport:

@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
+from mirror_host.panes.backends import connect_unix
 from mirror_host.panes.herdr.protocol import decode_reply, encode_request
 from mirror_host.panes.lines import LineSplitter, LineTooLong
 from mirror_host.streams import STREAM_GONE
@@ -50,15 +51,12 @@ class HerdrClient:
         return f"mh-{next(self._ids)}"
 
     async def _connect(self) -> trio.SocketStream:
-        try:
-            return await trio.open_unix_socket(str(self.socket_path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise PaneSourceUnavailable(
-                f"Herdr is not running: nothing listens on {self.socket_path} "
-                "(start Herdr, or point --herdr-socket / HERDR_SOCKET_PATH at its socket)"
-            ) from exc
-        except OSError as exc:
-            raise PaneSourceUnavailable(f"cannot reach Herdr at {self.socket_path}: {exc}") from exc
+        return await connect_unix(
+            self.socket_path,
+            what="Herdr",
+            nobody_listens=f"Herdr is not running: nothing listens on {self.socket_path} "
+            "(start Herdr, or point --herdr-socket / HERDR_SOCKET_PATH at its socket)",
+        )
 
     async def call(
         self,

@@ -27,6 +27,7 @@ from uuid import UUID
 import trio
 
 from mirror_host.errors import PaneSourceError
+from mirror_host.panes.follow import Follower
 from mirror_host.panes.herdr.client import HerdrClient
 from mirror_host.panes.herdr.identity import PaneIdentities
 from mirror_host.panes.herdr.protocol import (
@@ -62,7 +63,6 @@ SCROLL_EVENT = "pane.scroll_changed"
 _DEBOUNCE_SECONDS = 0.1
 _SAFETY_POLL_SECONDS = 10.0
 _FAST_POLL_SECONDS = 2.0
-_MAX_BACKOFF_SECONDS = 30.0
 _KNOWN_PROTOCOLS = (16, 17, 19, 20, 22)
 
 #: Called after every snapshot read with the snapshot and the time the read began
@@ -103,28 +103,21 @@ class HerdrDiscovery:
         self._agent_panes: frozenset[str] = frozenset()
         #: Cancelled when the agent panes change, so the event stream is renewed.
         self._resubscribe = trio.CancelScope()
-        self._complained = False
-        #: Why Herdr cannot be followed right now (``None``: it can, or not tried yet).
-        self.problem: str | None = None
+        #: Retries Herdr not running, restarting or refusing; knows why.
+        self._follower = Follower()
 
     @property
     def socket_path(self) -> Path:
         return self.client.socket_path
 
+    @property
+    def problem(self) -> str | None:
+        """Why Herdr cannot be followed right now (``None``: it can, or not tried yet)."""
+        return self._follower.problem
+
     async def run(self) -> None:
         """Follow Herdr until cancelled, reconnecting with capped backoff."""
-        backoff = 1.0
-        while True:
-            try:
-                await self._follow()
-            except PaneSourceError as exc:  # not running, restarting, or refusing
-                self.problem = str(exc)
-                if not self._complained:
-                    logger.warning("%s; retrying (up to every %g s)", exc, _MAX_BACKOFF_SECONDS)
-                    self._complained = True
-                self._listed.set()
-                await trio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+        await self._follower.run(self._follow, on_failure=self._listed.set)
 
     async def wait_listed(self) -> None:
         """Wait for the first discovery attempt (tests and start-up)."""
@@ -172,8 +165,7 @@ class HerdrDiscovery:
         )
         await self._detect_scroll()
         await self.poll()
-        self.problem = None
-        self._complained = False  # read whole again: the next outage is news
+        self._follower.reached()  # read whole again: the next outage is news
         failure: PaneSourceError | None = None
         async with trio.open_nursery() as inner:
             inner.start_soon(self._follow_events)

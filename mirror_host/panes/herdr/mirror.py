@@ -1,4 +1,4 @@
-"""One subscribed Herdr pane as the source keeps it: record, screen, watchers. I/O (Trio events).
+"""One subscribed Herdr pane as the source keeps it: record, screen, how it is fed. I/O (Trio).
 
 The observe stream (``observe.py``) and the poller (``polling.py``) both feed a
 :class:`Mirror`; the source (``source.py``) reads it for captures and scrolls it.
@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from uuid import UUID
 
 import trio
 
 from mirror_host.panes.herdr.protocol import HerdrPane
-from mirror_host.panes.model import Watchers
+from mirror_host.panes.mirrors import PaneMirror
 from mirror_host.terminal import Screen
 
 __all__ = ["Mirror", "MirrorMode", "Refused", "StreamEnd"]
@@ -47,19 +46,14 @@ class Refused:
 
 
 @dataclass(eq=False)
-class Mirror:
-    """One subscribed pane: its latest record, screen and watchers."""
+class Mirror(PaneMirror):
+    """One subscribed pane: its latest record and screen (watchers: :class:`PaneMirror`)."""
 
-    uuid: UUID
     pane: HerdrPane
     screen: Screen
-    watchers: Watchers = field(default_factory=Watchers)
-    gone: bool = False
     #: The last ``pane.read`` text drawn (polling detects change by content).
     last_text: str | None = None
-    poll_now: trio.Event = field(default_factory=trio.Event)
     restart: trio.Event = field(default_factory=trio.Event)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     mode: MirrorMode = MirrorMode.STARTING
     #: ``(columns, rows)`` the running observe stream was started with, if any.
     stream_size: tuple[int, int] | None = None
@@ -72,15 +66,13 @@ class Mirror:
     #: or ``pane.scroll``); a snapshot read begun before then must not undo them.
     scroll_read_at: float = float("-inf")
 
+    def label(self) -> str:
+        return f"Herdr pane {self.pane.pane_id}"
+
     def frame_applied(self) -> None:
         """An observe frame reached the screen: count it and wake its waiters."""
         self.frames += 1
         self.frame_arrived.set()
         self.frame_arrived = trio.Event()
-
-    def vanish(self) -> None:
-        """The pane is gone for good: stop feeding it and tell the watchers."""
-        if not self.gone:
-            self.gone = True
-            self.scope.cancel()
-            self.watchers.notify()
+        if self.failing:
+            self.fed()

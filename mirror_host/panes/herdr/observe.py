@@ -32,6 +32,7 @@ from pathlib import Path
 import trio
 
 from mirror_host.errors import PaneSourceError
+from mirror_host.panes.backends import stop_process
 from mirror_host.panes.herdr.client import LineReader
 from mirror_host.panes.herdr.mirror import Mirror, Refused, StreamEnd
 from mirror_host.streams import STREAM_GONE
@@ -120,7 +121,7 @@ async def observe(
     finally:
         mirror.stream_size = None
         with trio.CancelScope(shield=True):
-            await _stop(process)
+            await stop_process(process, grace=_STOP_GRACE_SECONDS)
     if end is StreamEnd.FAILED and mirror.frames == frames_before:
         # Herdr's program says this only when the server refused its version, then
         # exits 1; the words are the proof (the exit status may be the stop's).
@@ -139,17 +140,6 @@ async def _collect(process: trio.Process, kept: bytearray, done: trio.Event) -> 
     except STREAM_GONE:
         pass
     done.set()
-
-
-async def _stop(process: trio.Process) -> None:
-    if process.returncode is not None:
-        return
-    process.terminate()
-    with trio.move_on_after(_STOP_GRACE_SECONDS):
-        await process.wait()
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
 
 
 async def _read_frames(mirror: Mirror, process: trio.Process) -> StreamEnd:

@@ -107,6 +107,7 @@ class VisiblePoller:
                 # Herdr restarting: keep the pane until a snapshot says otherwise.
                 await trio.sleep(_UNAVAILABLE_RETRY_SECONDS)
                 continue
+            mirror.fed()
             if mirror.scrolls != scrolls:
                 continue  # begun before a scroll landed: it may show the old view
             if text != mirror.last_text:

@@ -31,8 +31,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -67,7 +67,9 @@ from mirror_host.panes.herdr.protocol import (
     split_rows,
     strip_escapes,
 )
+from mirror_host.panes.mirrors import MirrorTable
 from mirror_host.panes.model import PaneInfo
+from mirror_host.panes.source import Health
 
 __all__ = ["LIFECYCLE_EVENTS", "HerdrSource"]
 
@@ -78,8 +80,6 @@ _OBSERVE_FAILURES_BEFORE_POLLING = 3
 _OBSERVE_RETRY_SECONDS = 30.0
 #: How long a scroll waits for the observe stream to show where it landed.
 _SCROLL_FRAME_SECONDS = 0.5
-#: After a Herdr hiccup while mirroring, wait this long before feeding again.
-_HICCUP_SECONDS = 1.0
 #: How long a scroll waits for the polled view after it (a read may be held back).
 _SCROLL_READ_SECONDS = 2.0
 
@@ -112,8 +112,14 @@ class HerdrSource:
             self.client, self._current_snapshot, self._confirm_gone, poll_seconds=poll_seconds
         )
         self._herdr_bin = herdr_bin
-        self._mirrors: dict[UUID, Mirror] = {}
-        self._nursery: trio.Nursery | None = None
+        #: The watched panes: each read once, then observed or polled (``_feed``).
+        self.mirrors = MirrorTable(
+            "Herdr pane",
+            create=self._new_mirror,
+            start=self._first_read,
+            stop=self._unwatched,
+            feed=self._feed,
+        )
         #: The observe program the server refused, while it stays the same.
         self._refusal: _Refusal | None = None
 
@@ -136,7 +142,7 @@ class HerdrSource:
     async def run(self) -> None:
         """Follow Herdr and feed the mirrored panes until cancelled."""
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
+            await nursery.start(self.mirrors.run)
             await self.discovery.run()
 
     async def wait_listed(self) -> None:
@@ -161,8 +167,8 @@ class HerdrSource:
         if self.discovery.has_scroll:
             self.capabilities = self.capabilities | {Capability.REMOTE_SCROLL}
         labels = self.discovery.labels
-        for key, mirror in list(self._mirrors.items()):
-            entry = labels.get(key)
+        for mirror in self.mirrors:
+            entry = labels.get(mirror.uuid)
             if entry is None:
                 mirror.vanish()
                 continue
@@ -188,13 +194,11 @@ class HerdrSource:
 
     def _follow_scroll(self) -> None:
         """Follow ``pane.scroll_changed`` for the panes mirrored now, by their current ids."""
-        self.discovery.follow_scroll(
-            frozenset(m.pane.pane_id for m in self._mirrors.values() if not m.gone)
-        )
+        self.discovery.follow_scroll(frozenset(m.pane.pane_id for m in self.mirrors if not m.gone))
 
     def _scroll_changed(self, change: ScrollChange) -> None:
         """A mirrored pane's viewport moved (Herdr's event): its bounds, live."""
-        for mirror in self._mirrors.values():
+        for mirror in self.mirrors:
             if mirror.gone or mirror.pane.pane_id != change.pane_id:
                 continue
             before = scroll_bounds(mirror.pane)
@@ -242,50 +246,33 @@ class HerdrSource:
         Raises:
             PaneNotFound: not in the last snapshot.
         """
-        mirror = self._mirrors.get(pane_id)
-        if mirror is not None and not mirror.gone:
+        mirror = self.mirrors.live(pane_id)
+        if mirror is not None:
             return mirror.pane
         entry = self.discovery.labels.get(pane_id)
         if entry is None:
             raise PaneNotFound(f"Herdr pane {pane_id} is gone")
         return entry[0]
 
-    @asynccontextmanager
-    async def watch(self, pane_id: UUID, on_change: Callable[[], None]) -> AsyncIterator[None]:
+    def watch(
+        self, pane_id: UUID, on_change: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
         """Mirror the pane (observe stream or polling) while anybody watches it."""
-        mirror = self._mirrors.get(pane_id)
-        if mirror is None or mirror.gone:
-            mirror = await self._start_mirror(pane_id)
-        mirror.watchers.add(on_change)
-        try:
-            yield
-        finally:
-            mirror.watchers.discard(on_change)
-            if not mirror.watchers:
-                mirror.scope.cancel()
-                if self._mirrors.get(pane_id) is mirror:
-                    del self._mirrors[pane_id]
-                    self._follow_scroll()
+        return self.mirrors.watch(pane_id, on_change)
 
-    async def _start_mirror(self, pane_id: UUID) -> Mirror:
+    def _new_mirror(self, pane_id: UUID) -> Mirror:
         pane = self.pane_record(pane_id)
-        assert self._nursery is not None
-        text = await self._poller.read(pane)
-        mirror = Mirror(pane_id, pane, self._poller.draw(pane, text), last_text=text)
-        self._mirrors[pane_id] = mirror
-        self._nursery.start_soon(self._run_mirror, mirror)
-        self._follow_scroll()
-        return mirror
+        return Mirror(pane, self._poller.draw(pane, ""), uuid=pane_id)
 
-    async def _run_mirror(self, mirror: Mirror) -> None:
-        with mirror.scope:
-            while not mirror.gone:
-                try:
-                    await self._feed(mirror)
-                except PaneSourceError as exc:
-                    # A Herdr hiccup must never take the host down: wait and go on.
-                    logger.warning("mirroring Herdr pane %s: %s", mirror.pane.pane_id, exc)
-                    await trio.sleep(_HICCUP_SECONDS)
+    async def _first_read(self, mirror: Mirror) -> None:
+        """The pane's visible rows, drawn before the first capture (and before its feed)."""
+        text = await self._poller.read(mirror.pane)
+        mirror.last_text = text
+        mirror.screen = self._poller.draw(mirror.pane, text, mirror.screen)
+        self._follow_scroll()
+
+    async def _unwatched(self, mirror: Mirror) -> None:
+        self._follow_scroll()  # its scroll events are no longer wanted
 
     async def _feed(self, mirror: Mirror) -> None:
         """Observe the pane while a ``herdr`` program works; poll it otherwise."""
@@ -361,12 +348,6 @@ class HerdrSource:
             server,
         )
 
-    def _mirror(self, pane_id: UUID) -> Mirror:
-        mirror = self._mirrors.get(pane_id)
-        if mirror is None or mirror.gone:
-            raise PaneNotFound(f"Herdr pane {pane_id} is gone")
-        return mirror
-
     async def capture(
         self,
         pane_id: UUID,
@@ -379,7 +360,7 @@ class HerdrSource:
         Never torn: the screen changes only between awaits, whole frames at a
         time, and is read here without one.
         """
-        mirror = self._mirror(pane_id)
+        mirror = self.mirrors.require(pane_id)
         bounds = scroll_bounds(mirror.pane) if options.scroll_bounds else None
         return mirror.screen.capture(representation, bounds=bounds)
 
@@ -409,8 +390,8 @@ class HerdrSource:
             PaneNotFound: the pane is not listed, or really gone.
             PaneSourceError: Herdr failed.
         """
-        mirror = self._mirrors.get(pane_id)
-        if mirror is not None and not mirror.gone:
+        mirror = self.mirrors.live(pane_id)
+        if mirror is not None:
             return await self._call_on_pane(mirror, method, params)
         pane = self.pane_record(pane_id)
         try:
@@ -440,7 +421,7 @@ class HerdrSource:
         """
         if not self.discovery.has_scroll:
             raise UnsupportedOperation("this Herdr has no pane.scroll")
-        mirror = self._mirror(pane_id)
+        mirror = self.mirrors.require(pane_id)
         here = self._remember(mirror, await self._call_on_pane(mirror, "pane.get", {}))
         rows = here.viewport_rows or mirror.screen.size[1]
         step = max(1, rows - 3)
@@ -528,7 +509,7 @@ class HerdrSource:
         )
         return HistoryCapture(text=text, truncated=read.get("truncated") is True)
 
-    def health(self) -> dict[str, str]:
+    def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
         discovery = self.discovery
         if discovery.problem is not None:
@@ -545,8 +526,9 @@ class HerdrSource:
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
-        modes = [m.mode for m in self._mirrors.values()]
+        modes = [m.mode for m in self.mirrors]
         return {
+            **self.mirrors.statistics(),
             "herdrRequests": self.client.requests,
             "protocol": self.protocol,
             "observing": modes.count(MirrorMode.OBSERVE),
@@ -555,5 +537,5 @@ class HerdrSource:
 
     def mirror_mode(self, pane_id: UUID) -> str | None:
         """``observe`` or ``poll`` for a mirrored pane (for tests and status)."""
-        mirror = self._mirrors.get(pane_id)
+        mirror = self.mirrors.get(pane_id)
         return mirror.mode.value if mirror is not None else None
