@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from mirror_host.agents import (
@@ -53,16 +53,20 @@ from mirror_host.commands.delivery import (
     NotYet,
     Ready,
     Refused,
+    Target,
     Verdict,
-    Withheld,
+    deliver,
     watch_echo,
+    withheld,
 )
 from mirror_host.commands.responses import NO_AGENT, still_working, waiting_for_answer
+from mirror_host.control.swiftjson import JSONValue
 from mirror_host.terminal import Screen
 from mirror_host.terminal.view import ScreenText
 
 __all__ = [
     "BUSY",
+    "AgentInput",
     "AgentPaneTarget",
     "AgentPanes",
     "AgentReading",
@@ -188,6 +192,23 @@ def agent_delivery(
     )
 
 
+class AgentInput:
+    """A backend's ``agentsInput`` and ``agentsDispatch``: the engine, to its target."""
+
+    #: Where agent input goes, and how long delivery waits (set by the backend).
+    target: Target[Any]
+    timing: DeliveryTiming
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.delivery`)."""
+        delivery = agent_delivery(
+            pane_id, prompt, dispatch=dispatch, authorized=authorized, timing=self.timing
+        )
+        return await deliver(self.target, delivery)
+
+
 def _view(screen: Screen | ScreenView) -> ScreenView:
     return ScreenText(screen) if isinstance(screen, Screen) else screen
 
@@ -239,13 +260,11 @@ class AgentReading:
 class AgentPaneTarget:
     """The delivery adapter for an agent in a pane of :class:`AgentPanes`."""
 
+    problem = staticmethod(prompt_problem)
     busy_code = BUSY
 
     def __init__(self, panes: AgentPanes) -> None:
         self.panes = panes
-
-    def problem(self, text: str) -> str | None:
-        return prompt_problem(text)
 
     async def look(self, pane_id: UUID) -> Look[AgentReading]:
         """The agent's verdict: no agent, a dialog or a draft is definite; a working
@@ -261,7 +280,7 @@ class AgentPaneTarget:
             or found.composer is Composer.DRAFT
         ):
             return refusal
-        return NotYet(refusal)
+        return NotYet(refusal.code, refusal.message)
 
     def last_typed(self, pane_id: UUID) -> float | None:
         return self.panes.last_raw_input(pane_id)
@@ -276,10 +295,10 @@ class AgentPaneTarget:
         """The composer holds exactly the prompt, and the same agent process runs."""
         pane_id, prompt = delivery.pane_id, delivery.text
 
-        async def echo() -> Echoed | Withheld | str | None:
+        async def echo() -> Verdict | str | None:
             found = detect(state.processes, _view(await self.panes.screen(pane_id)))
             if found.state is AgentState.BLOCKED:
-                return Withheld(f"a dialog opened in the pane ({found.reason})")
+                return withheld(f"a dialog opened in the pane ({found.reason})")
             if found.state is AgentState.IDLE and found.composer is Composer.DRAFT:
                 if carries(found.draft, prompt):
                     return Echoed()
@@ -287,11 +306,11 @@ class AgentPaneTarget:
             return None
 
         seen = await watch_echo(delivery.timing, echo, "the text never appeared in the composer")
-        if isinstance(seen, Withheld):
+        if not isinstance(seen, Echoed):
             return seen
         now = identify_group(await self.panes.foreground(pane_id))
         if now != (state.found.agent, state.found.pid):
-            return Withheld("the agent in the pane changed")
+            return withheld("the agent in the pane changed")
         return seen
 
     async def enter(self, delivery: Delivery, state: AgentReading) -> None:

@@ -55,8 +55,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
-import trio
-
 from mirror_host.agents import (
     READERS,
     Agent,
@@ -106,8 +104,6 @@ logger = logging.getLogger(__name__)
 
 #: Agents whose screens are distinctive enough to name them without a process table.
 RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
-#: How long a created session may take to appear in the tree.
-_LISTED_SECONDS = 5.0
 
 _WORKING = frozenset({"working", "active", "busy", "running", "thinking"})
 _BLOCKED = frozenset({"blocked", "waiting", "approval", "question"})
@@ -294,7 +290,7 @@ class AgliteTarget(AgentPaneTarget):
             who = f"agliteterm reports the pane's agent {record.status!r}: it"
             return Refused(BUSY, waiting_for_answer(who))
         if state is AgentState.WORKING:
-            return NotYet(Refused(BUSY, still_working("The pane's agent")))
+            return NotYet(BUSY, still_working("The pane's agent"))
         return await super().look(pane_id)
 
 
@@ -435,11 +431,10 @@ class AgliteCommands(AgentPaneCommands):
         """Wait until the tree lists the new session (the full app answers before it exists,
         and selects it, or not, a moment later)."""
         key = pane_uuid(self.source.endpoint, session_id)
-        with trio.move_on_after(_LISTED_SECONDS):
-            while True:
-                await self.source.discovery.poll(lane="commands")
-                pane = self.source.discovery.panes.get(key)
-                if pane is not None:
-                    return key, pane
-                await trio.sleep(0.1)
-        raise PaneSourceError(f"agliteterm created {session_id} but never listed it")
+
+        async def find() -> tuple[UUID, SessionPane] | None:
+            await self.source.discovery.poll(lane="commands")
+            pane = self.source.discovery.panes.get(key)
+            return None if pane is None else (key, pane)
+
+        return await catalogue.until_listed(find, poll=0.1, what=f"agliteterm session {session_id}")

@@ -15,8 +15,8 @@ The sequence, and the rules each step keeps:
 1. **Validate** (``Target.problem``): text the target must not get is
    ``INVALID_ARGUMENT``.
 2. **Read and settle** (``Target.look``): a definite refusal ends it at once;
-   a state that may still change (an agent working, a screen caught
-   mid-redraw: :class:`NotYet`) is looked at again for up to
+   one that may still change (an agent working, a screen caught mid-redraw:
+   :class:`NotYet`) is looked at again for up to
    ``settle_seconds``; a "ready" a half-drawn screen could fake
    (``Ready.second_look``) must hold on a second look a moment later.
 3. **Refuse**: a refusal before anything is written carries its own code
@@ -35,9 +35,9 @@ The sequence, and the rules each step keeps:
    what refused); any other failure leaves the outcome uncertain:
    ``SEND_FAILED``.
 7. **Confirm** (``Target.confirm``): the text shows where it should and
-   nothing changed (:class:`Echoed`), why the Enter must not follow
-   (:class:`Withheld`: ``SEND_FAILED``), or the target's own final answer (a
-   shell's).
+   nothing changed (:class:`Echoed`), or the outcome without an Enter: why it
+   must not follow (:func:`withheld`: ``SEND_FAILED``), or the target's own
+   final answer (a shell's).
 8. **Re-check**: keys typed on a Mac since the write, then the lease, right
    before the Enter; either withholds it.
 9. **Enter** (``Target.enter``): once, never blindly, never retried.
@@ -82,7 +82,7 @@ __all__ = [
     "DeliveryTiming",
     "Echoed",
     "Guard",
-    "LeaseLost",
+    "LEASE_LOST",
     "Look",
     "NotYet",
     "Outcome",
@@ -91,9 +91,9 @@ __all__ = [
     "Target",
     "Unconfirmed",
     "Verdict",
-    "Withheld",
     "deliver",
     "watch_echo",
+    "withheld",
 ]
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ logger = logging.getLogger(__name__)
 FINISH_SECONDS = 10.0
 
 S = TypeVar("S")
+REJECTED = "REMOTE_COMMAND_REJECTED"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,18 +146,17 @@ class Delivery:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Nothing was written, and nothing will be: the code and message a phone hears."""
+    """Nothing was written, and nothing will be: the code and message a phone hears
+    (``REMOTE_COMMAND_REJECTED``: the mirror layer's own, as when the lease is gone)."""
 
     code: str
     message: str
 
 
 @dataclass(frozen=True, slots=True)
-class NotYet:
-    """Not ready now, but it may be within the grace (an agent still working, a screen
-    caught mid-redraw): the refusal if it stays so."""
-
-    refusal: Refused
+class NotYet(Refused):
+    """Refused for now, but that may change within the grace (an agent still working, a
+    screen caught mid-redraw): looked at again until the grace runs out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,7 @@ class Ready(Generic[S]):
     identity: Hashable = None
 
 
-Look: TypeAlias = "Ready[S] | NotYet | Refused"
+Look: TypeAlias = "Ready[S] | Refused"
 
 
 # ------------------------------------------------------------------ what a write came to
@@ -182,18 +182,13 @@ class Delivered:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaseLost:
-    """The lease was gone before anything reached the pane."""
-
-
-@dataclass(frozen=True, slots=True)
 class Unconfirmed:
     """Something may have reached the pane; what became of it is not known."""
 
     message: str
 
 
-Outcome: TypeAlias = "Delivered | Refused | LeaseLost | Unconfirmed"
+Outcome: TypeAlias = "Delivered | Refused | Unconfirmed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,15 +196,18 @@ class Echoed:
     """The text shows where it should and nothing changed: the Enter may follow."""
 
 
-@dataclass(frozen=True, slots=True)
-class Withheld:
-    """The text was written, but the Enter must not follow: why."""
-
-    why: str
+#: What a confirmation says: the Enter may follow, or the outcome without it (the text
+#: written but no Enter: :func:`withheld`; a target's own answer: a shell's).
+Verdict: TypeAlias = "Echoed | Outcome"
 
 
-#: What a confirmation says: the Enter may follow, must not, or the target's own answer.
-Verdict: TypeAlias = "Echoed | Withheld | Outcome"
+def withheld(why: str) -> Unconfirmed:
+    """The text was written, but the Enter must not follow, for ``why``."""
+    return Unconfirmed(written_without_enter(why))
+
+
+#: The lease was gone before anything reached the pane.
+LEASE_LOST = Refused(REJECTED, NO_LONGER_OWNS)
 
 
 class Guard:
@@ -244,7 +242,7 @@ class Target(Protocol[S]):
     #: The code of a refusal when the target is not ready or refuses the text.
     busy_code: str
 
-    def problem(self, text: str) -> str | None:
+    def problem(self, text: str, /) -> str | None:
         """Why ``text`` must not go to this kind of target, or ``None``."""
         ...
 
@@ -317,7 +315,7 @@ async def deliver(target: Target[S], delivery: Delivery, *, ready: S | None = No
         return _result(delivery, Refused(target.busy_code, MAC_TYPING))
     guard = Guard(delivery.authorized)
     if not guard.holds():
-        return _result(delivery, LeaseLost())
+        return _result(delivery, LEASE_LOST)
     with trio.CancelScope(shield=True), trio.move_on_after(FINISH_SECONDS):
         outcome = await _write_through(target, delivery, ready, guard)
         if isinstance(outcome, Delivered):
@@ -335,14 +333,12 @@ async def _settle(target: Target[S], delivery: Delivery) -> Ready[S] | Refused:
         found = await target.look(delivery.pane_id)
         late_looks = 0
         while True:
-            if isinstance(found, Refused):
-                return found
             if isinstance(found, Ready) and not found.second_look:
                 return found
+            if isinstance(found, Refused) and not isinstance(found, NotYet):
+                return found
             if trio.current_time() >= deadline:
-                if isinstance(found, NotYet):
-                    return found.refusal
-                if late_looks:
+                if isinstance(found, NotYet) or late_looks:
                     return found
                 late_looks += 1  # ready just as the grace ran out: one confirming look
             await trio.sleep(timing.settle_poll)
@@ -366,7 +362,7 @@ async def _write_through(target: Target[S], delivery: Delivery, state: S, guard:
     try:
         whole = await target.write(delivery, state, guard)
     except InputRefused as exc:
-        return LeaseLost() if guard.lost else Refused(target.busy_code, nothing_sent(exc))
+        return LEASE_LOST if guard.lost else Refused(target.busy_code, nothing_sent(exc))
     except PaneNotFound:
         return Unconfirmed(f"The pane went away. {INPUT_UNCONFIRMED}")
     except PaneSourceError as exc:
@@ -376,19 +372,16 @@ async def _write_through(target: Target[S], delivery: Delivery, state: S, guard:
     try:
         verdict = await target.confirm(delivery, state)
     except PaneNotFound:
-        verdict = Withheld("the pane went away")
+        return withheld("the pane went away")
     except PaneSourceError as exc:
-        verdict = Withheld(f"the pane could not be read ({exc})")
-    if not isinstance(verdict, Echoed | Withheld):
-        return verdict  # the target answered for itself
-    if isinstance(verdict, Echoed):
-        last = target.last_typed(delivery.pane_id)
-        if last is not None and last >= started:
-            verdict = Withheld("someone typed in the pane on a Mac meanwhile")
-        elif not guard.holds():
-            verdict = Withheld("the mirror lost the pane")
-    if isinstance(verdict, Withheld):
-        return Unconfirmed(written_without_enter(verdict.why))
+        return withheld(f"the pane could not be read ({exc})")
+    if not isinstance(verdict, Echoed):
+        return verdict
+    last = target.last_typed(delivery.pane_id)
+    if last is not None and last >= started:
+        return withheld("someone typed in the pane on a Mac meanwhile")
+    if not guard.holds():
+        return withheld("the mirror lost the pane")
     try:
         await target.enter(delivery, state)
     except PaneSourceError as exc:
@@ -400,30 +393,30 @@ def _result(delivery: Delivery, outcome: Outcome) -> JSONValue:
     """The command's result for ``outcome``."""
     if isinstance(outcome, Delivered):
         return cli_success(delivery.command, input_delivered(delivery.text, delivery.source))
-    if isinstance(outcome, LeaseLost):
-        return rejected(NO_LONGER_OWNS)
     if isinstance(outcome, Unconfirmed):
         return cli_error(delivery.command, "SEND_FAILED", outcome.message)
+    if outcome.code == REJECTED:
+        return rejected(outcome.message)
     return cli_error(delivery.command, outcome.code, outcome.message)
 
 
 async def watch_echo(
     timing: DeliveryTiming,
-    look: Callable[[], Awaitable[Echoed | Withheld | str | None]],
+    look: Callable[[], Awaitable[Verdict | str | None]],
     why: str,
-) -> Echoed | Withheld:
-    """Look until the text shows (:class:`Echoed`) or must not get an Enter
-    (:class:`Withheld`), for at most ``timing.echo_seconds``.
+) -> Verdict:
+    """Look until the text shows (:class:`Echoed`) or ``look`` has an outcome (a dialog
+    opened: no Enter), for at most ``timing.echo_seconds``.
 
-    ``look`` may also say why it is not there yet (a ``str``, reported if time
-    runs out instead of ``why``) or nothing new (``None``).
+    ``look`` may also say why the text is not there yet (a ``str``, reported if
+    time runs out instead of ``why``) or nothing new (``None``).
     """
     with trio.move_on_after(timing.echo_seconds):
         while True:
             seen = await look()
-            if isinstance(seen, Echoed | Withheld):
+            if seen is not None and not isinstance(seen, str):
                 return seen
             if seen is not None:
                 why = seen
             await trio.sleep(timing.echo_poll)
-    return Withheld(why)
+    return withheld(why)

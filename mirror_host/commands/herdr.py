@@ -32,17 +32,22 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
 import trio
 
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import agent_delivery
+from mirror_host.commands.agent_input import AgentInput, agent_delivery
 from mirror_host.commands.delivery import DeliveryTiming, deliver
 from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
-from mirror_host.commands.herdr_input import HERDR_TIMING, HerdrAim, HerdrCaller, HerdrTarget
+from mirror_host.commands.herdr_input import (
+    HERDR_TIMING,
+    HerdrAim,
+    HerdrCaller,
+    HerdrPanes,
+    HerdrTarget,
+)
 from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
@@ -94,9 +99,10 @@ def default_profiles() -> tuple[Profile, ...]:
     return catalogue.default_profiles(DEFAULT_AGENTS)
 
 
-class HerdrCommandSource(Protocol):
+class HerdrCommandSource(HerdrPanes, Protocol):
     """What the Herdr backend uses of the Herdr source (``cli_serve`` hands it a
-    :class:`~mirror_host.panes.herdr.source.HerdrSource`)."""
+    :class:`~mirror_host.panes.herdr.source.HerdrSource`): its panes, as agent input
+    uses them, and these."""
 
     @property
     def client(self) -> HerdrCaller: ...
@@ -118,30 +124,8 @@ class HerdrCommandSource(Protocol):
         """
         ...
 
-    def pane_record(self, pane_id: UUID) -> HerdrPane:
-        """The latest Herdr record of a listed pane.
 
-        Raises:
-            PaneNotFound: not in the last snapshot.
-        """
-        ...
-
-    def uuid_of(self, pane: HerdrPane) -> UUID:
-        """The id the host lists ``pane`` under."""
-        ...
-
-    async def call_on_pane(
-        self, pane_id: UUID, method: str, params: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """``method`` on a listed pane by its current Herdr id.
-
-        Raises:
-            PaneNotFound, PaneSourceError.
-        """
-        ...
-
-
-class HerdrCommands:
+class HerdrCommands(AgentInput):
     """The command backend for a :class:`HerdrCommandSource`."""
 
     def __init__(
@@ -431,14 +415,3 @@ class HerdrCommands:
             if isinstance(agent, dict):
                 return agent
         return None
-
-    # ------------------------------------------------------------ agent input
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Deliver ``prompt`` to the agent in the pane, the safe way (module docstring)."""
-        delivery = agent_delivery(
-            pane_id, prompt, dispatch=dispatch, authorized=authorized, timing=self.timing
-        )
-        return await deliver(self.target, delivery)

@@ -79,7 +79,9 @@ class HerdrPanes(Protocol):
         """
         ...
 
-    def uuid_of(self, pane: HerdrPane) -> UUID: ...
+    def uuid_of(self, pane: HerdrPane) -> UUID:
+        """The id the host lists ``pane`` under."""
+        ...
 
     async def call_on_pane(
         self, pane_id: UUID, method: str, params: Mapping[str, Any]
@@ -118,6 +120,7 @@ class HerdrAim:
 class HerdrTarget:
     """The delivery adapter for an agent in a Herdr pane."""
 
+    problem = staticmethod(prompt_problem)
     busy_code = BUSY
 
     def __init__(self, panes: HerdrPanes, client: HerdrCaller) -> None:
@@ -126,9 +129,6 @@ class HerdrTarget:
         #: Whether the server has ``agent.prompt`` (``None``: not asked yet).
         self.has_agent_prompt: bool | None = None
 
-    def problem(self, text: str) -> str | None:
-        return prompt_problem(text)
-
     async def look(self, pane_id: UUID) -> Look[HerdrAim]:
         pane = await self.fresh(self.panes.pane_record(pane_id))
         if not pane.agent:
@@ -136,7 +136,7 @@ class HerdrTarget:
         if pane.agent_status == "blocked":
             return Refused(BUSY, waiting_for_answer(_WHO))
         if pane.agent_status == "working":
-            return NotYet(Refused(BUSY, still_working(_WHO)))
+            return NotYet(BUSY, still_working(_WHO))
         return Ready(HerdrAim(pane, pane.pane_id))
 
     async def fresh(self, record: HerdrPane) -> HerdrPane:

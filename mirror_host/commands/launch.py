@@ -20,7 +20,7 @@ A phone's ``send`` runs a command line in a shell pane through
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 from uuid import UUID
 
 import trio
@@ -29,6 +29,7 @@ from mirror_host.agents import Agent, AgentState
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import (
     BUSY,
+    AgentInput,
     AgentPanes,
     AgentPaneTarget,
     agent_delivery,
@@ -48,6 +49,7 @@ __all__ = [
     "KNOWN_AGENTS",
     "READY_SECONDS",
     "AgentPaneCommands",
+    "BackendOptions",
     "first_prompt",
     "launch_failure",
     "task_status",
@@ -103,7 +105,17 @@ def task_status(state: AgentState | None) -> str:
     return "running" if state is AgentState.WORKING else "idle"
 
 
-class AgentPaneCommands:
+class BackendOptions(TypedDict, total=False):
+    """What ``serve`` (and a test) may set on a tmux or local backend."""
+
+    #: The ``[profiles]`` table (``None``: the known agents found on ``PATH``).
+    profiles: tuple[Profile, ...] | None
+    timing: DeliveryTiming | None
+    #: Phones' command lines in shell panes (``--no-shell-send`` turns it off).
+    shell_send: bool
+
+
+class AgentPaneCommands(AgentInput):
     """The backend parts shared by tmux and local panes; subclasses list and create."""
 
     def __init__(
@@ -148,15 +160,6 @@ class AgentPaneCommands:
     async def profiles(self) -> JSONValue:
         """The profile catalogue with availability on this machine."""
         return catalogue.profiles_result(self.profiles_table)
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.delivery`)."""
-        delivery = agent_delivery(
-            pane_id, prompt, dispatch=dispatch, authorized=authorized, timing=self.timing
-        )
-        return await deliver(self.target, delivery)
 
     async def shell_send(
         self, pane_id: UUID, command: SendCommand, *, authorized: Callable[[], bool]

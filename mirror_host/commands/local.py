@@ -19,17 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Unpack
 from uuid import UUID
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import bracketed, plain_pasteable
-from mirror_host.commands.delivery import DeliveryTiming
-from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
 from mirror_host.commands.responses import cli_error
 from mirror_host.commands.shell_input import shell_evidence
-from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import InputRefused, PaneSourceError
@@ -171,17 +169,10 @@ class LocalAgentPanes:
 class LocalCommands(AgentPaneCommands):
     """The command backend for a :class:`LocalCommandSource`."""
 
-    def __init__(
-        self,
-        source: LocalCommandSource,
-        *,
-        profiles: tuple[Profile, ...] | None = None,
-        timing: DeliveryTiming | None = None,
-        shell_send: bool = True,
-    ) -> None:
+    def __init__(self, source: LocalCommandSource, **options: Unpack[BackendOptions]) -> None:
         self.source = source
         self.panes = LocalAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
+        super().__init__(self.panes, **options)
 
     # ------------------------------------------------------------ catalogue
 

@@ -223,13 +223,11 @@ def shell_status(
 class ShellTarget:
     """The delivery adapter for the shell in a pane of :class:`ShellPanes`."""
 
+    problem = staticmethod(command_problem)
     busy_code = NOT_READY
 
     def __init__(self, panes: ShellPanes) -> None:
         self.panes = panes
-
-    def problem(self, text: str) -> str | None:
-        return command_problem(text)
 
     async def look(self, pane_id: UUID) -> Look[Handover]:
         """One look decides (the operating system and the shell's own marks or file:

@@ -32,7 +32,7 @@ import logging
 import shlex
 import uuid
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, Unpack
 from uuid import UUID
 
 import trio
@@ -40,11 +40,9 @@ import trio
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import bracketed, plain_pasteable
-from mirror_host.commands.delivery import DeliveryTiming
-from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
 from mirror_host.commands.responses import cli_error
 from mirror_host.commands.shell_input import shell_evidence
-from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
@@ -66,7 +64,6 @@ logger = logging.getLogger(__name__)
 SCREENS_SECONDS = 2.0
 #: How many of those reads (a tmux client each) run at once.
 _SCREENS_AT_ONCE = 4
-_LISTED_SECONDS = 5.0
 _FOCUS_FORMAT = SEPARATOR.join(("#{pane_id}", "#{window_active}", "#{pane_active}", "#{pane_pid}"))
 
 
@@ -232,17 +229,10 @@ class TmuxAgentPanes:
 class TmuxCommands(AgentPaneCommands):
     """The command backend for a :class:`TmuxCommandSource`."""
 
-    def __init__(
-        self,
-        source: TmuxCommandSource,
-        *,
-        profiles: tuple[Profile, ...] | None = None,
-        timing: DeliveryTiming | None = None,
-        shell_send: bool = True,
-    ) -> None:
+    def __init__(self, source: TmuxCommandSource, **options: Unpack[BackendOptions]) -> None:
         self.source = source
         self.panes = TmuxAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
+        super().__init__(self.panes, **options)
 
     # ------------------------------------------------------------ catalogue
 
@@ -397,11 +387,12 @@ class TmuxCommands(AgentPaneCommands):
 
     async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
         """Wait until the source lists the new pane (control mode reports the window)."""
-        with trio.move_on_after(_LISTED_SECONDS):
-            while True:
-                for pane_id, row in self.source.pane_rows():
-                    if row.pane_id == tmux_id:
-                        return pane_id, row
-                self.source.request_relist()
-                await trio.sleep(0.05)
-        raise PaneSourceError(f"tmux pane {tmux_id} was created but never listed")
+
+        async def find() -> tuple[UUID, PaneRow] | None:
+            for pane_id, row in self.source.pane_rows():
+                if row.pane_id == tmux_id:
+                    return pane_id, row
+            self.source.request_relist()
+            return None
+
+        return await catalogue.until_listed(find, poll=0.05, what=f"tmux pane {tmux_id}")

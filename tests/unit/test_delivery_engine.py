@@ -33,9 +33,9 @@ from mirror_host.commands.delivery import (
     Refused,
     Unconfirmed,
     Verdict,
-    Withheld,
     deliver,
     watch_echo,
+    withheld,
 )
 from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 
@@ -175,7 +175,7 @@ async def test_a_definite_refusal_ends_it_at_once(autojump_clock: trio.testing.M
 async def test_what_may_change_gets_the_grace_then_its_refusal(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    target = Scripted(NotYet(Refused(BUSY, "still working")))
+    target = Scripted(NotYet(BUSY, "still working"))
     started = trio.current_time()
     assert error(await run(target)) == (BUSY, "still working")
     waited = trio.current_time() - started
@@ -186,7 +186,7 @@ async def test_what_may_change_gets_the_grace_then_its_refusal(
 async def test_what_settles_within_the_grace_is_delivered(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    working = NotYet(Refused(BUSY, "still working"))
+    working = NotYet(BUSY, "still working")
     target = Scripted(working, working, working, READY)
     assert (await run(target))["ok"] is True
     assert target.steps == ["look"] * 5 + ["write", "confirm", "enter"]
@@ -199,7 +199,7 @@ async def test_ready_must_hold_on_a_second_look_by_the_same_identity(
     target = Scripted(READY, restarted, restarted)
     assert (await run(target))["ok"] is True
     assert target.steps[:4] == ["look", "look", "look", "write"]  # 1≠2: a third look
-    half_drawn = Scripted(READY, NotYet(Refused(BUSY, "unreadable")))
+    half_drawn = Scripted(READY, NotYet(BUSY, "unreadable"))
     assert error(await run(half_drawn))[0] == BUSY
     assert "write" not in half_drawn.steps
 
@@ -214,7 +214,7 @@ async def test_ready_just_as_the_grace_runs_out_gets_one_confirming_look(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     looks = int(TIMING.settle_seconds / TIMING.settle_poll) + 1
-    working = NotYet(Refused(BUSY, "still working"))
+    working = NotYet(BUSY, "still working")
     late = Scripted(*[working] * looks, READY, READY)
     assert (await run(late))["ok"] is True
     assert late.steps.count("look") == looks + 2
@@ -335,7 +335,7 @@ async def test_a_target_that_took_the_text_whole_is_done(
 @pytest.mark.parametrize(
     ("verdict", "words"),
     [
-        (Withheld("the text never appeared"), "Enter was not sent: the text never appeared"),
+        (withheld("the text never appeared"), "Enter was not sent: the text never appeared"),
         (PaneNotFound("gone"), "Enter was not sent: the pane went away"),
         (PaneSourceError("slow"), "Enter was not sent: the pane could not be read (slow)"),
     ],
@@ -419,7 +419,7 @@ async def test_from_the_write_on_it_finishes_whatever_cancels_it(
 async def test_cancelled_before_the_write_it_writes_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    target = Scripted(NotYet(Refused(BUSY, "still working")))
+    target = Scripted(NotYet(BUSY, "still working"))
     with trio.move_on_after(1.0):
         await run(target)
     assert "write" not in target.steps
@@ -446,7 +446,7 @@ async def test_the_echo_is_awaited_within_its_time(autojump_clock: trio.testing.
         return None if len(looks) < 3 else "something else shows"
 
     started = trio.current_time()
-    assert await watch_echo(TIMING, never, "never shown") == Withheld("something else shows")
+    assert await watch_echo(TIMING, never, "never shown") == withheld("something else shows")
     assert trio.current_time() - started == pytest.approx(TIMING.echo_seconds)
     assert looks[1] - looks[0] == pytest.approx(TIMING.echo_poll)
 
