@@ -130,7 +130,7 @@ class HerdrTarget:
         self.has_agent_prompt: bool | None = None
 
     async def look(self, pane_id: UUID) -> Look[HerdrAim]:
-        pane = await self.fresh(self.panes.pane_record(pane_id))
+        pane = await self._fresh(self.panes.pane_record(pane_id))
         if not pane.agent:
             return Refused("AGENT_NOT_FOUND", NO_AGENT)
         if pane.agent_status == "blocked":
@@ -139,7 +139,7 @@ class HerdrTarget:
             return NotYet(BUSY, still_working(_WHO))
         return Ready(HerdrAim(pane, pane.pane_id))
 
-    async def fresh(self, record: HerdrPane) -> HerdrPane:
+    async def _fresh(self, record: HerdrPane) -> HerdrPane:
         """The pane as Herdr describes it now (under its new id if it moved)."""
         try:
             result = await self.panes.call_on_pane(self.panes.uuid_of(record), "pane.get", {})
