@@ -127,10 +127,12 @@ class PaneSourceUnavailable(PaneSourceError):
 
 
 class InputRefused(PaneSourceError):
-    """The source refused input before writing any of it: nothing reached the pane.
+    """Nothing was written: the input was refused before any of it reached the pane
+    (by the source, by the target's own rules, or because the lease was gone).
 
-    Any other :class:`PaneSourceError` from a write leaves it unknown how much
-    of the input went (none, part or all)."""
+    The one exception that says so, for raw input and guarded delivery alike;
+    its text says why. Any other :class:`PaneSourceError` from a write leaves it
+    unknown how much of the input went (none, part or all)."""
 
 
 class PaneNotFound(PaneSourceError):

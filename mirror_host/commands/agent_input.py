@@ -1,46 +1,37 @@
-"""Typing a phone's prompt into a coding agent, Prowl's guarded way (tmux and local panes). I/O.
+"""Typing a phone's prompt into a coding agent, Prowl's guarded way: the adapter for
+agent panes (tmux, local and agliteterm panes). I/O.
 
 ``agentsInput`` (and ``agentsDispatch``) put text into an agent's composer for
-a phone that cannot send raw input. The rules (docs/security.md):
+a phone that cannot send raw input. :mod:`mirror_host.commands.delivery` runs
+the sequence and keeps its rules (the lease before the paste and before the
+Enter, a Mac typing meanwhile, finishing shielded); :class:`AgentPaneTarget`
+says what they mean for an agent in a pane (docs/security.md):
 
 1. The prompt is text: tabs and line breaks are the only control characters
    it may hold (an escape sequence could end the paste early and type keys).
 2. The pane's foreground process must be a recognised agent whose screen shows
-   it idle with an empty composer. An agent still working gets a few seconds to
-   finish (Prowl's grace, as on Herdr); a dialog (``blocked``), a draft or a
-   layout we cannot read gets nothing typed at all.
-3. Nobody may have typed into the pane from a Mac within the last second.
-4. The prompt is pasted the way a terminal pastes: *bracketed* when the agent
+   it idle with an empty composer, on two looks. An agent still working gets a
+   few seconds to finish (Prowl's grace, as on Herdr); a dialog (``blocked``),
+   a draft or a layout we cannot read gets nothing typed at all.
+3. The prompt is pasted the way a terminal pastes: *bracketed* when the agent
    turned bracketed paste on (it takes the text as one paste, never as
    keystrokes); to an agent that did not, only a prompt without line breaks
-   and tabs, as plain text (typed as keys it means the same). The screen is
-   read until the composer holds exactly it (at most 2 s), and only then, if
-   the pane, the agent process and its state are unchanged, one Enter
-   (``\\r``) is sent.
-5. ``authorized()`` (the lease still holds) is checked right before the paste
-   and again right before the Enter.
-6. From the paste on, the delivery is not cancelled (a lost lease, host stop)
-   but finishes, for at most :data:`FINISH_SECONDS` (:func:`finish_writing`):
-   the lease gone, the Enter is withheld and the answer says the text may sit
-   unsent. Cut off half-way, it could only be reported as cancelled before
-   delivery, which the apps read as "rejected" with the text in the composer.
+   and tabs, as plain text (typed as keys it means the same).
+4. The screen is read until the composer holds exactly the prompt (at most
+   2 s), and the Enter (``\\r``) may follow only if the agent process is
+   unchanged too.
 
-A refusal before anything was written names what was wrong (``AGENT_NOT_FOUND``,
-``DISPATCH_TARGET_BUSY`` …); once the paste may have reached the pane, any
-failure is ``SEND_FAILED`` saying how far it got, and nothing is retried.
+A source without a process table of its own (agliteterm) stands in for one
+(:class:`AgentPanes`).
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
-
-import trio
 
 from mirror_host.agents import (
     AgentState,
@@ -52,69 +43,45 @@ from mirror_host.agents import (
     identify_group,
 )
 from mirror_host.agents.layout import squash
-from mirror_host.commands.responses import (
-    INPUT_UNCONFIRMED,
-    NO_LONGER_OWNS,
-    cli_error,
-    cli_success,
-    input_delivered,
-    rejected,
+from mirror_host.commands.delivery import (
+    Delivered,
+    Delivery,
+    DeliveryTiming,
+    Echoed,
+    Guard,
+    Look,
+    NotYet,
+    Ready,
+    Refused,
+    Target,
+    Verdict,
+    deliver,
+    watch_echo,
+    withheld,
 )
+from mirror_host.commands.responses import NO_AGENT, still_working, waiting_for_answer
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
 from mirror_host.terminal.view import ScreenText
 
 __all__ = [
+    "BUSY",
+    "AgentInput",
+    "AgentPaneTarget",
     "AgentPanes",
-    "DeliveryTiming",
-    "NothingWritten",
-    "PasteUnsupported",
+    "AgentReading",
+    "agent_delivery",
     "bracketed",
     "carries",
-    "FINISH_SECONDS",
-    "deliver",
-    "finish_writing",
     "observe",
     "plain_pasteable",
     "prompt_problem",
 ]
 
-logger = logging.getLogger(__name__)
-
-#: From the paste on, the echo check and the Enter finish even if the lease is lost
-#: meanwhile (the Enter is then withheld): never cut off halfway, never for long.
-FINISH_SECONDS = 10.0
-
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
-ENTER = b"\r"
-
-Authorized = Callable[[], bool]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeliveryTiming:
-    """How long delivery waits, and how often it looks."""
-
-    #: A working agent may take this long to finish its turn before input is refused
-    #: (an unreadable screen, too: it may be halfway through a redraw).
-    settle_seconds: float = 5.0
-    #: Between looks at the screen, and before the second look that confirms "ready".
-    settle_poll: float = 0.1
-    #: The pasted text must show up in the composer within this time.
-    echo_seconds: float = 2.0
-    echo_poll: float = 0.05
-    #: Raw input from a Mac client this recently refuses delivery.
-    quiet_seconds: float = 1.0
-
-
-class NothingWritten(PaneSourceError):
-    """The paste was refused before any of it was written (delivery says why, as busy)."""
-
-
-class PasteUnsupported(NothingWritten):
-    """The agent has not enabled bracketed paste; nothing was written."""
+#: The code of every refusal of an agent's prompt that is not about the prompt itself.
+BUSY = "DISPATCH_TARGET_BUSY"
 
 
 class AgentPanes(Protocol):
@@ -144,7 +111,7 @@ class AgentPanes(Protocol):
         is safe only for :func:`plain_pasteable` text.
 
         Raises:
-            NothingWritten (PasteUnsupported …): nothing was written.
+            InputRefused: nothing was written (its text says why).
             PaneNotFound, PaneSourceError: it may or may not have been.
         """
         ...
@@ -210,6 +177,38 @@ def carries(draft: str, prompt: str) -> bool:
     return len(seen) >= _TAIL and wanted.endswith(seen)
 
 
+def agent_delivery(
+    pane_id: UUID,
+    prompt: str,
+    *,
+    dispatch: bool,
+    authorized: Callable[[], bool],
+    timing: DeliveryTiming,
+) -> Delivery:
+    """A phone's ``agentsInput`` (or ``agentsDispatch``) as a :class:`Delivery`."""
+    command = "agentsDispatch" if dispatch else "agentsInput"
+    return Delivery(
+        text=prompt, pane_id=pane_id, command=command, authorized=authorized, timing=timing
+    )
+
+
+class AgentInput:
+    """A backend's ``agentsInput`` and ``agentsDispatch``: the engine, to its target."""
+
+    #: Where agent input goes, and how long delivery waits (set by the backend).
+    target: Target[Any]
+    timing: DeliveryTiming
+
+    async def agent_input(
+        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
+    ) -> JSONValue:
+        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.delivery`)."""
+        delivery = agent_delivery(
+            pane_id, prompt, dispatch=dispatch, authorized=authorized, timing=self.timing
+        )
+        return await deliver(self.target, delivery)
+
+
 def _view(screen: Screen | ScreenView) -> ScreenView:
     return ScreenText(screen) if isinstance(screen, Screen) else screen
 
@@ -228,214 +227,94 @@ async def observe(panes: AgentPanes, pane_id: UUID) -> Detection:
     return found
 
 
-def _busy(command: str, message: str) -> JSONValue:
-    return cli_error(command, "DISPATCH_TARGET_BUSY", message)
-
-
-def _refusal(command: str, found: Detection) -> JSONValue | None:
+def _refusal(found: Detection) -> Refused | None:
     """Why nothing may be typed into this pane, or ``None`` when it is ready."""
     if found.agent is None:
-        return cli_error(command, "AGENT_NOT_FOUND", "No agent is running in the selected pane.")
+        return Refused("AGENT_NOT_FOUND", NO_AGENT)
     name = found.agent.display_name
     if found.state is AgentState.BLOCKED:
-        return _busy(
-            command,
-            f"{name} is waiting for an answer on Host ({found.reason}); "
-            "the text would go to its dialog, so nothing was sent.",
-        )
+        return Refused(BUSY, waiting_for_answer(name, found.reason))
     if found.state is AgentState.WORKING:
-        return _busy(command, f"{name} is still working; send again when it is idle.")
+        return Refused(BUSY, still_working(name))
     if found.state is AgentState.UNKNOWN or found.composer is Composer.ABSENT:
-        return _busy(
-            command,
-            f"Host cannot recognise {name}'s input box ({found.reason}); nothing was sent.",
+        return Refused(
+            BUSY, f"Host cannot recognise {name}'s input box ({found.reason}); nothing was sent."
         )
     if found.composer is Composer.DRAFT:
-        return _busy(
-            command,
+        return Refused(
+            BUSY,
             f"{name}'s input box holds an unsent draft on Host; nothing was sent. "
             "Send or clear it there first.",
         )
     return None
 
 
-def _typed_recently(panes: AgentPanes, pane_id: UUID, timing: DeliveryTiming) -> bool:
-    last = panes.last_raw_input(pane_id)
-    return last is not None and time.monotonic() - last < timing.quiet_seconds
+@dataclass(frozen=True, slots=True)
+class AgentReading:
+    """An agent found ready: its verdict and the process group it was found in."""
+
+    found: Detection
+    processes: tuple[ForegroundProcess, ...]
 
 
-async def _settled(
-    panes: AgentPanes, pane_id: UUID, timing: DeliveryTiming
-) -> tuple[Detection, tuple[ForegroundProcess, ...]]:
-    """The pane's verdict once it is definite, within Prowl's grace period.
+class AgentPaneTarget:
+    """The delivery adapter for an agent in a pane of :class:`AgentPanes`."""
 
-    A working agent gets a few seconds to finish its turn. A screen we cannot
-    read is looked at again too: an agent caught halfway through redrawing
-    shows neither its composer nor a dialog. A ready verdict must hold on a
-    second look a moment later, so a half-drawn screen cannot pass for one.
-    """
-    deadline = trio.current_time() + timing.settle_seconds
-    found, processes = await _look(panes, pane_id)
-    late_looks = 0
-    while True:
+    problem = staticmethod(prompt_problem)
+    busy_code = BUSY
+
+    def __init__(self, panes: AgentPanes) -> None:
+        self.panes = panes
+
+    async def look(self, pane_id: UUID) -> Look[AgentReading]:
+        """The agent's verdict: no agent, a dialog or a draft is definite; a working
+        agent or a screen we cannot read may change; "ready" needs a second look (a
+        half-drawn screen could fake it)."""
+        found, processes = await _look(self.panes, pane_id)
+        refusal = _refusal(found)
+        if refusal is None:
+            return Ready(AgentReading(found, processes), second_look=True, identity=found.pid)
         if (
-            found.agent is None
+            found.agent is None  # a screen never names one: waiting cannot change it
             or found.state is AgentState.BLOCKED
             or found.composer is Composer.DRAFT
         ):
-            # Definite: refused whatever happens next. (No agent process is no
-            # agent: a screen never names one, so waiting cannot change it.)
-            return found, processes
-        if trio.current_time() >= deadline:
-            if not found.ready or late_looks:
-                return found, processes
-            late_looks += 1  # ready just as the grace ran out: one confirming look
-        await trio.sleep(timing.settle_poll)
-        again, processes = await _look(panes, pane_id)
-        if found.ready and again.ready and again.pid == found.pid:
-            return again, processes
-        found = again
+            return refusal
+        return NotYet(refusal.code, refusal.message)
 
+    def last_typed(self, pane_id: UUID) -> float | None:
+        return self.panes.last_raw_input(pane_id)
 
-async def _echoed(
-    panes: AgentPanes,
-    pane_id: UUID,
-    processes: tuple[ForegroundProcess, ...],
-    prompt: str,
-    timing: DeliveryTiming,
-) -> str | None:
-    """``None`` once the composer holds the prompt, else why Enter must not be sent."""
-    why = "the text never appeared in the composer"
-    with trio.move_on_after(timing.echo_seconds):
-        while True:
-            screen = await panes.screen(pane_id)
-            found = detect(processes, _view(screen))
+    async def write(
+        self, delivery: Delivery, state: AgentReading, guard: Guard
+    ) -> Delivered | None:
+        await self.panes.paste(delivery.pane_id, delivery.text)
+        return None
+
+    async def confirm(self, delivery: Delivery, state: AgentReading) -> Verdict:
+        """The composer holds exactly the prompt, and the same agent process runs."""
+        pane_id, prompt = delivery.pane_id, delivery.text
+
+        async def echo() -> Verdict | str | None:
+            found = detect(state.processes, _view(await self.panes.screen(pane_id)))
             if found.state is AgentState.BLOCKED:
-                return f"a dialog opened in the pane ({found.reason})"
+                return withheld(f"a dialog opened in the pane ({found.reason})")
             if found.state is AgentState.IDLE and found.composer is Composer.DRAFT:
                 if carries(found.draft, prompt):
-                    return None
-                why = "the composer holds something other than the text sent"
-            await trio.sleep(timing.echo_poll)
-    return why
+                    return Echoed()
+                return "the composer holds something other than the text sent"
+            return None
 
+        seen = await watch_echo(delivery.timing, echo, "the text never appeared in the composer")
+        if not isinstance(seen, Echoed):
+            return seen
+        now = identify_group(await self.panes.foreground(pane_id))
+        if now != (state.found.agent, state.found.pid):
+            return withheld("the agent in the pane changed")
+        return seen
 
-async def deliver(
-    panes: AgentPanes,
-    pane_id: UUID,
-    prompt: str,
-    *,
-    command: str,
-    authorized: Authorized,
-    timing: DeliveryTiming,
-) -> JSONValue:
-    """Type ``prompt`` into the agent in ``pane_id`` and press Enter, or say why not.
+    async def enter(self, delivery: Delivery, state: AgentReading) -> None:
+        await self.panes.press_enter(delivery.pane_id)
 
-    ``command`` is ``agentsInput`` or ``agentsDispatch`` (it names the result).
-    """
-    problem = prompt_problem(prompt)
-    if problem is not None:
-        return cli_error(command, "INVALID_ARGUMENT", problem)
-    try:
-        found, processes = await _settled(panes, pane_id, timing)
-    except PaneNotFound:
-        return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
-    except PaneSourceError as exc:
-        return _busy(command, f"Host could not read the pane ({exc}); nothing was sent.")
-    refusal = _refusal(command, found)
-    if refusal is not None:
-        return refusal
-    if _typed_recently(panes, pane_id, timing):
-        return _busy(command, "Someone is typing in this pane on a Mac; nothing was sent.")
-    if not authorized():
-        return rejected(NO_LONGER_OWNS)
-    started = time.monotonic()
-    return await finish_writing(
-        command,
-        lambda: _paste_and_enter(
-            panes, pane_id, prompt, found, processes, started, command, authorized, timing
-        ),
-    )
-
-
-async def finish_writing(command: str, write: Callable[[], Awaitable[JSONValue]]) -> JSONValue:
-    """Run ``write`` (a paste, its checks and the Enter) to its own answer, shielded
-    from cancellation for at most :data:`FINISH_SECONDS`; past that, ``SEND_FAILED``.
-
-    ``command`` names the result. ``write`` checks ``authorized()`` itself before
-    the Enter, so a lease lost meanwhile withholds the Enter instead of cutting
-    the delivery off half-way.
-    """
-    with trio.CancelScope(shield=True), trio.move_on_after(FINISH_SECONDS):
-        return await write()
-    return cli_error(
-        command, "SEND_FAILED", f"Host stopped waiting for the pane. {INPUT_UNCONFIRMED}"
-    )
-
-
-async def _paste_and_enter(
-    panes: AgentPanes,
-    pane_id: UUID,
-    prompt: str,
-    before: Detection,
-    processes: tuple[ForegroundProcess, ...],
-    started: float,
-    command: str,
-    authorized: Authorized,
-    timing: DeliveryTiming,
-) -> JSONValue:
-    try:
-        await panes.paste(pane_id, prompt)
-    except NothingWritten as exc:
-        return _busy(command, f"{exc}; nothing was sent.")
-    except PaneNotFound:
-        return cli_error(command, "SEND_FAILED", f"The pane went away. {INPUT_UNCONFIRMED}")
-    except PaneSourceError as exc:
-        return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
-    return await _confirm_and_enter(
-        panes, pane_id, prompt, before, processes, started, command, authorized, timing
-    )
-
-
-async def _confirm_and_enter(
-    panes: AgentPanes,
-    pane_id: UUID,
-    prompt: str,
-    before: Detection,
-    processes: tuple[ForegroundProcess, ...],
-    started: float,
-    command: str,
-    authorized: Authorized,
-    timing: DeliveryTiming,
-) -> JSONValue:
-    def failed(why: str) -> JSONValue:
-        return cli_error(
-            command,
-            "SEND_FAILED",
-            f"The text was written but Enter was not sent: {why}. Check the pane before retrying.",
-        )
-
-    try:
-        why = await _echoed(panes, pane_id, processes, prompt, timing)
-        if why is not None:
-            return failed(why)
-        now = identify_group(await panes.foreground(pane_id))
-    except PaneNotFound:
-        return failed("the pane went away")
-    except PaneSourceError as exc:
-        return failed(f"the pane could not be read ({exc})")
-    if now != (before.agent, before.pid):
-        return failed("the agent in the pane changed")
-    last = panes.last_raw_input(pane_id)
-    if last is not None and last >= started:
-        return failed("someone typed in the pane on a Mac meanwhile")
-    if not authorized():
-        return failed("the mirror lost the pane")
-    try:
-        await panes.press_enter(pane_id)
-    except (PaneNotFound, PaneSourceError) as exc:
-        return cli_error(
-            command, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
-        )
-    logger.info("delivered a %d-byte prompt to %s", len(prompt.encode()), before.agent)
-    return cli_success(command, input_delivered(prompt, "argument"))
+    def what(self, state: AgentReading) -> str:
+        return f"prompt to {state.found.agent}"

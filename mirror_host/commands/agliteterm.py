@@ -21,8 +21,8 @@
   a prompt not delivered by then follows the answer, delivered the same
   guarded way, as on every source (:mod:`mirror_host.commands.first_prompt`).
 * ``agentsInput`` / ``agentsDispatch``: the guarded delivery of
-  :mod:`mirror_host.commands.agent_input`, with agliteterm in the place of a
-  process table:
+  :mod:`mirror_host.commands.delivery`, with agliteterm in the place of a
+  process table (:class:`AgliteTarget`):
 
   - the **agent** is what agliteterm's status hooks and the screen say: a
     pane whose agent never reported a status (``tree`` ``status`` empty) has
@@ -31,7 +31,8 @@
     their own (Claude Code, Codex, Gemini CLI, OpenCode, omp; Aider's plain
     ``>`` prompt is indistinguishable from a shell's and is not recognised);
   - agliteterm's **status** comes first: ``blocked`` refuses, ``working`` /
-    ``active`` gets Prowl's 5 s grace and then refuses;
+    ``active`` gets Prowl's 5 s grace and then refuses; then the screen, as
+    on every agent pane;
   - ``statusChangedAt`` stands for the agent's identity between the first
     look and the Enter: a status written in between (the agent started
     working, a dialog opened) means no Enter is sent;
@@ -50,11 +51,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 from uuid import UUID
-
-import trio
 
 from mirror_host.agents import (
     READERS,
@@ -66,18 +65,19 @@ from mirror_host.agents import (
 )
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import (
-    DeliveryTiming,
-    NothingWritten,
+    BUSY,
+    AgentPaneTarget,
+    AgentReading,
     bracketed,
     plain_pasteable,
-    prompt_problem,
 )
+from mirror_host.commands.delivery import DeliveryTiming, Look, NotYet, Refused
 from mirror_host.commands.launch import AgentPaneCommands, task_status
-from mirror_host.commands.responses import cli_error
+from mirror_host.commands.responses import cli_error, still_working, waiting_for_answer
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import InvalidArgument, PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, InvalidArgument, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.launch import session_command
 from mirror_host.panes.agliteterm.protocol import (
@@ -95,6 +95,7 @@ __all__ = [
     "AgliteCommandSource",
     "AgliteCommands",
     "AgliteListing",
+    "AgliteTarget",
     "recognise",
     "status_state",
 ]
@@ -103,10 +104,6 @@ logger = logging.getLogger(__name__)
 
 #: Agents whose screens are distinctive enough to name them without a process table.
 RECOGNISED = tuple(agent for agent in READERS if agent is not Agent.AIDER)
-#: How often agliteterm is asked whether a working agent is done, within the grace.
-_SETTLE_POLL_SECONDS = 0.2
-#: How long a created session may take to appear in the tree.
-_LISTED_SECONDS = 5.0
 
 _WORKING = frozenset({"working", "active", "busy", "running", "thinking"})
 _BLOCKED = frozenset({"blocked", "waiting", "approval", "question"})
@@ -178,7 +175,7 @@ class AgliteListing(Protocol):
 
 
 class AgliteCommandSource(Protocol):
-    """What the agliteterm backend uses of the agliteterm source (``cli_serve``
+    """What the agliteterm backend uses of the agliteterm source (``cli.sources``
     hands it a :class:`~mirror_host.panes.agliteterm.source.AgliteSource`)."""
 
     @property
@@ -264,13 +261,37 @@ class AgliteAgentPanes:
                     pane_id, bracketed(text).decode("utf-8"), allow_control=True
                 )
         except InputNotWritten as exc:
-            raise NothingWritten(f"agliteterm refused the input ({exc.message})") from exc
+            raise InputRefused(f"agliteterm refused the input ({exc.message})") from exc
 
     async def press_enter(self, pane_id: UUID) -> None:
         await self.source.type_for_host(pane_id, "\r", allow_control=False)
 
     def last_raw_input(self, pane_id: UUID) -> float | None:
         return self.source.input_activity.last(pane_id)
+
+
+class AgliteTarget(AgentPaneTarget):
+    """Agent delivery on agliteterm: its status hooks first, then the screen."""
+
+    def __init__(self, panes: AgliteAgentPanes) -> None:
+        super().__init__(panes)
+        self.source = panes.source
+
+    async def look(self, pane_id: UUID) -> Look[AgentReading]:
+        record = await self.source.fresh_record(pane_id)
+        state = status_state(record.status)
+        if state is None:
+            return Refused(
+                "AGENT_NOT_FOUND",
+                "No agent has reported its status in the selected pane "
+                "(agliteterm's agent hooks); nothing was sent.",
+            )
+        if state is AgentState.BLOCKED:
+            who = f"agliteterm reports the pane's agent {record.status!r}: it"
+            return Refused(BUSY, waiting_for_answer(who))
+        if state is AgentState.WORKING:
+            return NotYet(BUSY, still_working("The pane's agent"))
+        return await super().look(pane_id)
 
 
 def _configured(_profile: Profile) -> bool:
@@ -293,7 +314,13 @@ class AgliteCommands(AgentPaneCommands):
         # No built-in catalogue: which agents are installed on Windows is unknown here.
         # No shell-send (neither advertised nor run): agliteterm reports no prompt marks,
         # so `send` gets Prowl's own refusal (SEND_REFUSED), never a look at the pane.
-        super().__init__(self.panes, profiles=profiles or (), timing=timing, shell_send=False)
+        super().__init__(
+            self.panes,
+            target=AgliteTarget(self.panes),
+            profiles=profiles or (),
+            timing=timing,
+            shell_send=False,
+        )
 
     async def profiles(self) -> JSONValue:
         return catalogue.profiles_result(self.profiles_table, available=_configured)
@@ -404,62 +431,10 @@ class AgliteCommands(AgentPaneCommands):
         """Wait until the tree lists the new session (the full app answers before it exists,
         and selects it, or not, a moment later)."""
         key = pane_uuid(self.source.endpoint, session_id)
-        with trio.move_on_after(_LISTED_SECONDS):
-            while True:
-                await self.source.discovery.poll(lane="commands")
-                pane = self.source.discovery.panes.get(key)
-                if pane is not None:
-                    return key, pane
-                await trio.sleep(0.1)
-        raise PaneSourceError(f"agliteterm created {session_id} but never listed it")
 
-    # ------------------------------------------------------------ agent input
+        async def find() -> tuple[UUID, SessionPane] | None:
+            await self.source.discovery.poll(lane="commands")
+            pane = self.source.discovery.panes.get(key)
+            return None if pane is None else (key, pane)
 
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """agliteterm's status first, then the guarded delivery (module docstring)."""
-        command = "agentsDispatch" if dispatch else "agentsInput"
-        problem = prompt_problem(prompt)
-        if problem is not None:
-            return cli_error(command, "INVALID_ARGUMENT", problem)
-        try:
-            record = await self._settled(pane_id, await self.source.fresh_record(pane_id))
-        except PaneNotFound:
-            return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
-        except PaneSourceError as exc:
-            return cli_error(
-                command,
-                "DISPATCH_TARGET_BUSY",
-                f"Host could not ask agliteterm about the pane ({exc}); nothing was sent.",
-            )
-        state = status_state(record.status)
-        if state is None:
-            return cli_error(
-                command,
-                "AGENT_NOT_FOUND",
-                "No agent has reported its status in the selected pane "
-                "(agliteterm's agent hooks); nothing was sent.",
-            )
-        if state is AgentState.BLOCKED:
-            return cli_error(
-                command,
-                "DISPATCH_TARGET_BUSY",
-                f"agliteterm reports the pane's agent {record.status!r}: it is waiting for an "
-                "answer on Host, and the text would go to its dialog, so nothing was sent.",
-            )
-        if state is AgentState.WORKING:
-            return cli_error(
-                command,
-                "DISPATCH_TARGET_BUSY",
-                "The pane's agent is still working; send again when it is idle.",
-            )
-        return await super().agent_input(pane_id, prompt, dispatch=dispatch, authorized=authorized)
-
-    async def _settled(self, pane_id: UUID, record: SessionPane) -> SessionPane:
-        """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
-        with trio.move_on_after(self.timing.settle_seconds):
-            while status_state(record.status) is AgentState.WORKING:
-                await trio.sleep(_SETTLE_POLL_SECONDS)
-                record = await self.source.fresh_record(pane_id)
-        return record
+        return await catalogue.until_listed(find, poll=0.1, what=f"agliteterm session {session_id}")

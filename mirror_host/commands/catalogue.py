@@ -6,20 +6,27 @@
 * A worktree (the ``create`` command's ``worktree`` selector, ``data.worktrees``
   of ``list``) is a directory panes work in: the git root above it when there
   is one (``kind: git``), else the directory itself (``kind: plain``).
+* A pane a ``create`` made is waited for until its source lists it
+  (:func:`until_listed`).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
+
+import trio
 
 from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
+from mirror_host.errors import PaneSourceError
 
 __all__ = [
+    "LISTED_SECONDS",
     "created_result",
     "default_profiles",
     "launch_profile",
@@ -29,9 +36,32 @@ __all__ = [
     "profiles_result",
     "unavailable_reason",
     "unknown_worktree",
+    "until_listed",
     "worktree_for",
     "worktree_record",
 ]
+
+
+T = TypeVar("T")
+
+#: How long a pane a ``create`` made may take to be listed by its source.
+LISTED_SECONDS = 5.0
+
+
+async def until_listed(find: Callable[[], Awaitable[T | None]], *, poll: float, what: str) -> T:
+    """What ``find`` finds of a new pane, asked every ``poll`` seconds (it may refresh
+    the listing itself) for at most :data:`LISTED_SECONDS`.
+
+    Raises:
+        PaneSourceError: it was never listed (``what`` names it); or ``find`` failed.
+    """
+    with trio.move_on_after(LISTED_SECONDS):
+        while True:
+            found = await find()
+            if found is not None:
+                return found
+            await trio.sleep(poll)
+    raise PaneSourceError(f"{what} was created but never listed")
 
 
 def default_profiles(agents: Iterable[tuple[str, str]]) -> tuple[Profile, ...]:

@@ -10,16 +10,15 @@
   exactly once. Answered in time, always: a launch that takes longer has its
   prompt follow the answer (:mod:`mirror_host.commands.first_prompt`). Never
   arbitrary shell input, never a second tab.
-* ``agentsInput`` / ``agentsDispatch``: the phone's reply box. Refused while
-  Herdr reports the agent ``blocked`` (a dialog would swallow the text and Enter
-  would answer it), when no agent runs there, or when the agent is still
-  ``working`` after a 5 s grace. Delivered with ``agent.prompt``
-  (bracketed text, then Enter) where the server has it; on older servers with
-  ``pane.send_input`` followed by Enter only after the text is seen in the pane.
-  Success means every byte and the Enter were handed to Herdr; anything less is
-  ``SEND_FAILED`` saying how far it got, and nothing is retried. Once the first
-  request that writes is sent, a lost lease no longer cancels the delivery: it
-  finishes (withholding the Enter) and says so.
+* ``agentsInput`` / ``agentsDispatch``: the phone's reply box, the guarded
+  delivery of :mod:`mirror_host.commands.delivery` with Herdr's own agent
+  states (:mod:`mirror_host.commands.herdr_input`): refused while Herdr
+  reports the agent ``blocked``, when no agent runs there, or when the agent
+  is still ``working`` after a 5 s grace; delivered with ``agent.prompt``
+  (bracketed text, then Enter) where the server has it, on older servers with
+  ``pane.send_input`` followed by Enter only after the text is seen in the
+  pane. Success means every byte and the Enter were handed to Herdr; anything
+  less is ``SEND_FAILED`` saying how far it got, and nothing is retried.
 * ``send``: refused with Prowl's own words ("Host cannot verify an empty shell
   command line. Use an Agent Profile or control the shell on Host."), which is
   exactly so here: Herdr reports an agent's state, but nothing that proves a
@@ -33,27 +32,27 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
 import trio
 
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import finish_writing
+from mirror_host.commands.agent_input import AgentInput, agent_delivery
+from mirror_host.commands.delivery import DeliveryTiming, deliver
 from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
-from mirror_host.commands.responses import (
-    INPUT_UNCONFIRMED,
-    NO_LONGER_OWNS,
-    cli_error,
-    cli_success,
-    input_delivered,
-    rejected,
+from mirror_host.commands.herdr_input import (
+    HERDR_TIMING,
+    HerdrAim,
+    HerdrCaller,
+    HerdrPanes,
+    HerdrTarget,
 )
+from mirror_host.commands.responses import cli_error, cli_success
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
+from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
@@ -93,10 +92,6 @@ _START_RETRY_SECONDS = 2.0
 #: it drops the launch then.
 _READY_SECONDS = 30.0
 _READY_POLL_SECONDS = 0.1
-_ECHO_SECONDS = 2.0
-#: How long a working agent may take to settle before input is refused.
-_SETTLE_SECONDS = 5.0
-_SETTLE_POLL_SECONDS = 0.2
 
 
 def default_profiles() -> tuple[Profile, ...]:
@@ -104,23 +99,10 @@ def default_profiles() -> tuple[Profile, ...]:
     return catalogue.default_profiles(DEFAULT_AGENTS)
 
 
-class HerdrCaller(Protocol):
-    """Requests to the Herdr server (the source's client: one request per connection)."""
-
-    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """One request, one reply.
-
-        Raises:
-            PaneSourceUnavailable: Herdr is not running.
-            HerdrError: Herdr answered with an error (typed by code).
-            PaneSourceError: the reply was malformed or too slow.
-        """
-        ...
-
-
-class HerdrCommandSource(Protocol):
-    """What the Herdr backend uses of the Herdr source (``cli_serve`` hands it a
-    :class:`~mirror_host.panes.herdr.source.HerdrSource`)."""
+class HerdrCommandSource(HerdrPanes, Protocol):
+    """What the Herdr backend uses of the Herdr source (``cli.sources`` hands it a
+    :class:`~mirror_host.panes.herdr.source.HerdrSource`): its panes, as agent input
+    uses them, and these."""
 
     @property
     def client(self) -> HerdrCaller: ...
@@ -142,41 +124,25 @@ class HerdrCommandSource(Protocol):
         """
         ...
 
-    def pane_record(self, pane_id: UUID) -> HerdrPane:
-        """The latest Herdr record of a listed pane.
 
-        Raises:
-            PaneNotFound: not in the last snapshot.
-        """
-        ...
-
-    def uuid_of(self, pane: HerdrPane) -> UUID:
-        """The id the host lists ``pane`` under."""
-        ...
-
-    async def call_on_pane(
-        self, pane_id: UUID, method: str, params: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """``method`` on a listed pane by its current Herdr id.
-
-        Raises:
-            PaneNotFound, PaneSourceError.
-        """
-        ...
-
-
-class HerdrCommands:
+class HerdrCommands(AgentInput):
     """The command backend for a :class:`HerdrCommandSource`."""
 
     def __init__(
-        self, source: HerdrCommandSource, *, profiles: tuple[Profile, ...] | None = None
+        self,
+        source: HerdrCommandSource,
+        *,
+        profiles: tuple[Profile, ...] | None = None,
+        timing: DeliveryTiming = HERDR_TIMING,
     ) -> None:
         self.source = source
         self.client = source.client
         self.profiles_table = profiles if profiles is not None else default_profiles()
+        self.timing = timing
+        #: Where agent input goes (it learns whether the server has ``agent.prompt``).
+        self.target = HerdrTarget(source, self.client)
         self._has_tab_create = False
         self._has_agent_start = False
-        self._has_agent_prompt: bool | None = None
         #: Launched agents' first prompts (answered in time, retained by the service).
         self.first_prompts = FirstPrompts()
 
@@ -342,7 +308,7 @@ class HerdrCommands:
         if profile is not None and command.launch is not None:
             prompt = command.launch.prompt or None
             outcome = await self.first_prompts.deliver(
-                key, prompt, lambda: self._launch(profile, pane, prompt)
+                key, prompt, lambda: self._launch(profile, pane, key, prompt)
             )
             if not isinstance(outcome, Pending) and not succeeded(outcome):
                 why = failure_message(outcome).rstrip(".")
@@ -357,9 +323,12 @@ class HerdrCommands:
             self._worktree(workspace, [pane]), self._tab(tab), pane_record, profile
         )
 
-    async def _launch(self, profile: Profile, pane: HerdrPane, prompt: str | None) -> JSONValue:
-        """``agent.start`` in the new pane, its readiness, then its first prompt (once):
-        an ``agentsInput``-shaped result, or an error saying what went wrong."""
+    async def _launch(
+        self, profile: Profile, pane: HerdrPane, key: UUID, prompt: str | None
+    ) -> JSONValue:
+        """``agent.start`` in the new pane (listed as ``key``), its readiness, then its
+        first prompt (once): an ``agentsInput``-shaped result, or an error saying what
+        went wrong."""
         command = "agentsInput"
         try:
             name, started = await self._start_agent(profile, pane)
@@ -370,20 +339,12 @@ class HerdrCommands:
             return cli_error(command, "AGENT_NOT_FOUND", f"{profile.name} {failed.reason}.")
         if prompt is None:
             return cli_success("create", {"agent": name})
-        data = input_delivered(prompt, "argument")
-        outcome = await self._prompt(command, name, prompt)
-        if outcome == "unknown-method":  # no agent.prompt: typed, seen, then Enter
-            outcome = await self._send_and_confirm(command, pane, prompt, data, lambda: True)
-        elif outcome is None:
-            outcome = cli_success(command, data)
-        return self._delivered(outcome, prompt, profile.agent)
-
-    @staticmethod
-    def _delivered(result: JSONValue, prompt: str, agent: str | None) -> JSONValue:
-        """Log a prompt that went in, as for every agent input; ``result`` unchanged."""
-        if succeeded(result):
-            logger.info("delivered a %d-byte prompt to %s", len(prompt.encode()), agent)
-        return result
+        # Herdr said it is ready: the prompt goes to the agent by its name. The create
+        # outlives its connection: no lease to hold.
+        delivery = agent_delivery(
+            key, prompt, dispatch=False, authorized=lambda: True, timing=self.timing
+        )
+        return await deliver(self.target, delivery, ready=HerdrAim(pane, name))
 
     async def _start_agent(self, profile: Profile, pane: HerdrPane) -> tuple[str, dict[str, Any]]:
         """``agent.start`` (again while the fresh shell is briefly busy): its name and record."""
@@ -454,164 +415,3 @@ class HerdrCommands:
             if isinstance(agent, dict):
                 return agent
         return None
-
-    # ------------------------------------------------------------ agent input
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Deliver ``prompt`` to the agent in the pane, the safe way (module docstring)."""
-        command = "agentsDispatch" if dispatch else "agentsInput"
-        if not prompt.strip():
-            return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
-        try:
-            fresh = await self._settled(await self._fresh(self.source.pane_record(pane_id)))
-        except PaneNotFound:
-            return cli_error(command, "TARGET_NOT_FOUND", "The selected pane is gone.")
-        except PaneSourceError as exc:
-            return cli_error(
-                command, "SEND_FAILED", f"Herdr could not be asked about the pane ({exc})."
-            )
-        if not fresh.agent:
-            return cli_error(
-                command, "AGENT_NOT_FOUND", "No agent is running in the selected pane."
-            )
-        if fresh.agent_status == "working":
-            return cli_error(
-                command,
-                "DISPATCH_TARGET_BUSY",
-                "The pane's agent is still working; send again when it is idle.",
-            )
-        if fresh.agent_status == "blocked":
-            return cli_error(
-                command,
-                "DISPATCH_TARGET_BUSY",
-                "The pane's agent is waiting for an answer on Host; "
-                "the text would go to its dialog.",
-            )
-        if not authorized():
-            return rejected(NO_LONGER_OWNS)
-        data = input_delivered(prompt, "argument")
-        # From the first byte on, finished even if the lease is lost meanwhile (Enter
-        # withheld): cut off, it could only be reported as cancelled before delivery.
-        result = await finish_writing(
-            command, lambda: self._deliver(command, fresh, prompt, data, authorized)
-        )
-        return self._delivered(result, prompt, fresh.agent)
-
-    async def _deliver(
-        self,
-        command: str,
-        pane: HerdrPane,
-        prompt: str,
-        data: JSONValue,
-        authorized: Callable[[], bool],
-    ) -> JSONValue:
-        """``agent.prompt`` where the server has it, else the text, its echo and Enter."""
-        if self._has_agent_prompt is not False:
-            outcome = await self._prompt(command, pane.pane_id, prompt)
-            if outcome is None:
-                return cli_success(command, data)
-            if outcome != "unknown-method":
-                return outcome
-        return await self._send_and_confirm(command, pane, prompt, data, authorized)
-
-    async def _settled(self, pane: HerdrPane) -> HerdrPane:
-        """Give a working agent a few seconds to finish its turn (Prowl's grace)."""
-        with trio.move_on_after(_SETTLE_SECONDS):
-            while pane.agent_status == "working":
-                await trio.sleep(_SETTLE_POLL_SECONDS)
-                pane = await self._fresh(pane)
-        return pane
-
-    async def _fresh(self, record: HerdrPane) -> HerdrPane:
-        """The pane as Herdr describes it now (under its new id if it moved)."""
-        try:
-            result = await self.source.call_on_pane(self.source.uuid_of(record), "pane.get", {})
-        except HerdrUnknownMethod:
-            return record
-        pane = result.get("pane")
-        parsed = parse_pane(pane) if isinstance(pane, dict) else None
-        return parsed or record
-
-    async def _prompt(self, command: str, target: str, prompt: str) -> JSONValue | str | None:
-        """``agent.prompt`` to ``target`` (a pane id or an agent's name): ``None`` on
-        success, a result on failure, or ``"unknown-method"``."""
-        try:
-            await self.client.call("agent.prompt", {"target": target, "text": prompt})
-            self._has_agent_prompt = True
-            return None
-        except HerdrUnknownMethod:
-            self._has_agent_prompt = False
-            return "unknown-method"
-        except HerdrError as exc:
-            if exc.code == "agent_blocked":
-                return cli_error(
-                    command,
-                    "DISPATCH_TARGET_BUSY",
-                    "The pane's agent is waiting for an answer on Host; nothing was sent.",
-                )
-            if exc.code in ("agent_not_ready", "agent_not_found", "agent_not_running"):
-                return cli_error(
-                    command, "DISPATCH_TARGET_BUSY", f"The pane's agent is not ready: {exc.message}"
-                )
-            if exc.code == "empty_agent_prompt":
-                return cli_error(command, "INVALID_ARGUMENT", "The dispatch prompt is empty.")
-            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc.code})")
-        except PaneSourceError as exc:
-            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
-
-    async def _send_and_confirm(
-        self,
-        command: str,
-        pane: HerdrPane,
-        prompt: str,
-        data: JSONValue,
-        authorized: Callable[[], bool],
-    ) -> JSONValue:
-        """Older servers: bracketed text, see it in the pane, then Enter."""
-        # Checked again: an agent.prompt the server refused as unknown wrote
-        # nothing, but the lease may have gone during its round trip.
-        if not authorized():
-            return rejected(NO_LONGER_OWNS)
-        try:
-            await self.client.call("pane.send_input", {"pane_id": pane.pane_id, "text": prompt})
-        except HerdrError as exc:
-            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc.code})")
-        except PaneSourceError as exc:
-            return cli_error(command, "SEND_FAILED", f"{INPUT_UNCONFIRMED} ({exc})")
-        if not await self._echoed(pane, prompt):
-            return cli_error(
-                command,
-                "SEND_FAILED",
-                "The text was written but never appeared in the pane, so Enter was not sent. "
-                "Check the pane before retrying.",
-            )
-        if not authorized():
-            return cli_error(
-                command,
-                "SEND_FAILED",
-                "The text was written, then the mirror lost the pane, so Enter was not sent.",
-            )
-        try:
-            await self.client.call("pane.send_keys", {"pane_id": pane.pane_id, "keys": ["Enter"]})
-        except (HerdrError, PaneSourceError) as exc:
-            return cli_error(
-                command, "SEND_FAILED", f"The text was written but Enter may not have been ({exc})."
-            )
-        return cli_success(command, data)
-
-    async def _echoed(self, pane: HerdrPane, prompt: str) -> bool:
-        # Compare whitespace-free tails: the composer may wrap or indent the text.
-        wanted = "".join(prompt.split())[-24:]
-        with trio.move_on_after(_ECHO_SECONDS):
-            while True:
-                result = await self.client.call(
-                    "pane.read", {"pane_id": pane.pane_id, "source": "visible", "format": "text"}
-                )
-                read = result.get("read")
-                text = read.get("text") if isinstance(read, dict) else None
-                if isinstance(text, str) and wanted in "".join(text.split()):
-                    return True
-                await trio.sleep(0.1)
-        return False

@@ -7,7 +7,7 @@ results, a launched agent's first prompt, and agent input. (Finding a
 backend too: :mod:`mirror_host.commands.catalogue`.)
 
 A launched agent gets its first prompt through the same guarded delivery as a
-phone's (:mod:`mirror_host.commands.agent_input`), once it shows an empty,
+phone's (:mod:`mirror_host.commands.delivery`), once it shows an empty,
 idle composer; an agent that never gets there within half a minute, or stops
 on a dialog (a trust prompt, a login), gets nothing typed. The ``create`` is
 answered in time whatever the agent does: past its deadline the prompt
@@ -20,13 +20,22 @@ A phone's ``send`` runs a command line in a shell pane through
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypedDict
 from uuid import UUID
 
 import trio
 
 from mirror_host.agents import Agent, AgentState
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import AgentPanes, DeliveryTiming, deliver, observe
+from mirror_host.commands.agent_input import (
+    BUSY,
+    AgentInput,
+    AgentPanes,
+    AgentPaneTarget,
+    agent_delivery,
+    observe,
+)
+from mirror_host.commands.delivery import DeliveryTiming, Target, deliver
 from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
 from mirror_host.commands.responses import SEND_REFUSED, cli_error, cli_success, rejected
 from mirror_host.commands.shell_input import ShellPanes, deliver_command, shell_status
@@ -40,6 +49,7 @@ __all__ = [
     "KNOWN_AGENTS",
     "READY_SECONDS",
     "AgentPaneCommands",
+    "BackendOptions",
     "first_prompt",
     "launch_failure",
     "task_status",
@@ -53,10 +63,10 @@ _READY_POLL = 0.2
 
 
 async def first_prompt(
-    panes: AgentPanes, pane_id: UUID, prompt: str, *, timing: DeliveryTiming
+    panes: AgentPanes, target: Target[Any], pane_id: UUID, prompt: str, *, timing: DeliveryTiming
 ) -> JSONValue:
-    """Deliver a launched agent's first prompt once it shows an empty input box: the
-    ``agentsInput`` result, or an error saying why nothing was typed."""
+    """Deliver a launched agent's first prompt to ``target`` once ``panes`` show it with an
+    empty input box: the ``agentsInput`` result, or an error saying why nothing was typed."""
     why = f"it did not show an empty input box within {READY_SECONDS:g} s"
     with trio.move_on_after(READY_SECONDS):
         while True:
@@ -66,19 +76,16 @@ async def first_prompt(
                 why = f"the pane could not be read ({exc})"
                 break
             if found.ready:
-                return await deliver(
-                    panes,
-                    pane_id,
-                    prompt,
-                    command="agentsInput",
-                    authorized=lambda: True,  # create outlives its connection
-                    timing=timing,
+                # The create outlives its connection: no lease to hold.
+                delivery = agent_delivery(
+                    pane_id, prompt, dispatch=False, authorized=lambda: True, timing=timing
                 )
+                return await deliver(target, delivery)
             if found.state is AgentState.BLOCKED:
                 why = f"it is waiting for an answer ({found.reason})"
                 break
             await trio.sleep(_READY_POLL)
-    return cli_error("agentsInput", "DISPATCH_TARGET_BUSY", f"Nothing was typed: {why}.")
+    return cli_error("agentsInput", BUSY, f"Nothing was typed: {why}.")
 
 
 def launch_failure(result: JSONValue, *, opened: str = "pane") -> JSONValue | None:
@@ -98,18 +105,31 @@ def task_status(state: AgentState | None) -> str:
     return "running" if state is AgentState.WORKING else "idle"
 
 
-class AgentPaneCommands:
+class BackendOptions(TypedDict, total=False):
+    """What ``serve`` (and a test) may set on a tmux or local backend."""
+
+    #: The ``[profiles]`` table (``None``: the known agents found on ``PATH``).
+    profiles: tuple[Profile, ...] | None
+    timing: DeliveryTiming | None
+    #: Phones' command lines in shell panes (``--no-shell-send`` turns it off).
+    shell_send: bool
+
+
+class AgentPaneCommands(AgentInput):
     """The backend parts shared by tmux and local panes; subclasses list and create."""
 
     def __init__(
         self,
         panes: AgentPanes,
         *,
+        target: Target[Any] | None = None,
         profiles: tuple[Profile, ...] | None = None,
         timing: DeliveryTiming | None = None,
         shell_send: bool = True,
     ) -> None:
         self.agent_panes = panes
+        #: Where agent input goes (``panes`` themselves, unless the source adds rules).
+        self.target: Target[Any] = target or AgentPaneTarget(panes)
         #: Whether phones may run command lines in shell panes: not with ``--no-shell-send``,
         #: nor where the panes cannot say which process leads a terminal's foreground.
         self.shell_send_enabled = shell_send and isinstance(panes, ShellPanes)
@@ -140,20 +160,6 @@ class AgentPaneCommands:
     async def profiles(self) -> JSONValue:
         """The profile catalogue with availability on this machine."""
         return catalogue.profiles_result(self.profiles_table)
-
-    async def agent_input(
-        self, pane_id: UUID, prompt: str, *, dispatch: bool, authorized: Callable[[], bool]
-    ) -> JSONValue:
-        """Guarded delivery of ``prompt`` (:mod:`mirror_host.commands.agent_input`)."""
-        command = "agentsDispatch" if dispatch else "agentsInput"
-        return await deliver(
-            self.agent_panes,
-            pane_id,
-            prompt,
-            command=command,
-            authorized=authorized,
-            timing=self.timing,
-        )
 
     async def shell_send(
         self, pane_id: UUID, command: SendCommand, *, authorized: Callable[[], bool]
@@ -186,7 +192,9 @@ class AgentPaneCommands:
         outcome = await self.first_prompts.deliver(
             pane_id,
             prompt,
-            lambda: first_prompt(self.agent_panes, pane_id, prompt, timing=self.timing),
+            lambda: first_prompt(
+                self.agent_panes, self.target, pane_id, prompt, timing=self.timing
+            ),
         )
         return None if isinstance(outcome, Pending) else launch_failure(outcome)
 
@@ -200,12 +208,14 @@ class AgentPaneCommands:
     ) -> dict[str, JSONValue]:
         """``list``'s ``task`` for a pane: the agent's state, or what its shell proves.
 
-        A shell pane is ``idle`` when its own shell, with mirror-host's
-        integration, waits at its prompt (a ``send`` is handed to it),
-        ``running`` while a job runs, and has no status when neither is proven.
+        An agent whose screen could not be read (``agent_state`` ``None``) has
+        no status: ``idle`` would say a prompt is taken. A shell pane is
+        ``idle`` when its own shell, with mirror-host's integration, waits at
+        its prompt (a ``send`` is handed to it), ``running`` while a job runs,
+        and has no status when neither is proven.
         """
         if agent:
-            return {"status": task_status(agent_state)}
+            return {} if agent_state is None else {"status": task_status(agent_state)}
         status = shell_status(foreground, evidence, sendable=self.shell_send_enabled)
         return {"status": status} if status is not None else {}
 

@@ -7,7 +7,7 @@
   program directly or the login shell; with a prompt, the prompt is delivered
   once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`): the paste and the Enter are
+  (:mod:`mirror_host.commands.delivery`): the paste and the Enter are
   written to the PTY. The host keeps each pane's screen itself, so it knows
   whether the agent turned bracketed paste on. If it did, the prompt goes
   between the bracketed-paste markers; if not, it goes as plain text, as a
@@ -19,24 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Unpack
 from uuid import UUID
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import (
-    DeliveryTiming,
-    PasteUnsupported,
-    bracketed,
-    plain_pasteable,
-)
-from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.agent_input import bracketed, plain_pasteable
+from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
 from mirror_host.commands.responses import cli_error
 from mirror_host.commands.shell_input import shell_evidence
-from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneSourceError
+from mirror_host.errors import InputRefused, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import process_group
 from mirror_host.shell.directory import ShellDirectory
@@ -73,7 +67,7 @@ class LocalCommandPane(Protocol):
 
 
 class LocalCommandSource(Protocol):
-    """What the local backend uses of the local source (``cli_serve`` hands it a
+    """What the local backend uses of the local source (``cli.sources`` hands it a
     :class:`~mirror_host.panes.local.LocalSource`)."""
 
     @property
@@ -143,7 +137,7 @@ class LocalAgentPanes:
         # line break as Enter. A terminal pastes plain text then; so do we, if
         # the text means the same typed.
         if not plain_pasteable(text):
-            raise PasteUnsupported(
+            raise InputRefused(
                 "the agent has not turned bracketed paste on, "
                 "so line breaks or tabs would be typed as keys"
             )
@@ -175,17 +169,10 @@ class LocalAgentPanes:
 class LocalCommands(AgentPaneCommands):
     """The command backend for a :class:`LocalCommandSource`."""
 
-    def __init__(
-        self,
-        source: LocalCommandSource,
-        *,
-        profiles: tuple[Profile, ...] | None = None,
-        timing: DeliveryTiming | None = None,
-        shell_send: bool = True,
-    ) -> None:
+    def __init__(self, source: LocalCommandSource, **options: Unpack[BackendOptions]) -> None:
         self.source = source
         self.panes = LocalAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
+        super().__init__(self.panes, **options)
 
     # ------------------------------------------------------------ catalogue
 

@@ -16,9 +16,12 @@ from mirror_host.control.swiftjson import JSONValue
 __all__ = [
     "CANCELLED_INPUT",
     "INPUT_UNCONFIRMED",
+    "MAC_TYPING",
     "MAX_PROMPT_BYTES",
+    "NO_AGENT",
     "NO_LONGER_OWNS",
     "NOT_ALLOWED",
+    "PANE_GONE",
     "REQUEST_LIMIT",
     "REUSED_ID",
     "SEND_REFUSED",
@@ -29,11 +32,17 @@ __all__ = [
     "BAD_TARGET",
     "cli_error",
     "cli_success",
+    "enter_uncertain",
     "for_the_apps",
     "grapheme_count",
     "input_delivered",
+    "nothing_sent",
+    "pane_unreadable",
     "rejected",
+    "still_working",
     "unconfirmed",
+    "waiting_for_answer",
+    "written_without_enter",
 ]
 
 MAX_PROMPT_BYTES = 65_536
@@ -54,6 +63,47 @@ BAD_REQUEST = "Invalid command request."
 UNCONFIRMED = "Could not encode the command result. Check Host before retrying."
 CANCELLED_INPUT = "Input was cancelled before delivery."
 INPUT_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retrying."
+
+# What guarded delivery (commands/delivery.py and its adapters) tells a phone, on
+# every source alike.
+PANE_GONE = "The selected pane is gone."
+NO_AGENT = "No agent is running in the selected pane."
+MAC_TYPING = "Someone is typing in this pane on a Mac; nothing was sent."
+
+
+def pane_unreadable(why: object) -> str:
+    """The pane could not be read before anything was written."""
+    return f"Host could not read the pane ({why}); nothing was sent."
+
+
+def still_working(who: str) -> str:
+    """``who`` (an agent's name, or "The pane's agent") has not finished its turn."""
+    return f"{who} is still working; send again when it is idle."
+
+
+def waiting_for_answer(who: str, detail: str = "") -> str:
+    """A dialog holds the agent's keyboard; ``detail`` says which, if known."""
+    shown = f" ({detail})" if detail else ""
+    return (
+        f"{who} is waiting for an answer on Host{shown}; "
+        "the text would go to its dialog, so nothing was sent."
+    )
+
+
+def nothing_sent(why: object) -> str:
+    """The target refused the text before any of it was written."""
+    return f"{why}; nothing was sent."
+
+
+def written_without_enter(why: str) -> str:
+    """The text may sit in the pane: the Enter was withheld, for ``why``."""
+    return f"The text was written but Enter was not sent: {why}. Check the pane before retrying."
+
+
+def enter_uncertain(why: object) -> str:
+    """Sending the Enter failed half-way."""
+    return f"The text was written but Enter may not have been ({why})."
+
 
 #: command name → (CLI command, schema version)
 SCHEMAS = {

@@ -1,28 +1,33 @@
 """Running a phone's command line in a shell pane, through the shell's own line editor
-(tmux and local panes). I/O.
+(tmux and local panes): the shell's adapter for guarded delivery. I/O.
 
-Nothing of the command is ever typed. The steps, each a function below:
+Nothing of the command is ever typed. :mod:`mirror_host.commands.delivery` runs
+the steps and keeps their rules; :class:`ShellTarget` says what they are for a
+shell:
 
-1. **Validate** (:func:`validate`): one line of printable text, at most 64 KiB,
-   with the options Prowl's apps send.
-2. **Verify** (:func:`verify`): the pane's own bash, zsh or fish leads its
-   terminal's foreground group and runs mirror-host's integration at its
-   prompt: its latest signed prompt mark where the host reads the pane's
+1. **Validate**: one line of printable text, at most 64 KiB
+   (:func:`~mirror_host.shell.verdict.command_problem`), with the options
+   Prowl's apps send (:func:`deliver_command` checks those first).
+2. **Verify** (the look, :func:`verify`): the pane's own bash, zsh or fish
+   leads its terminal's foreground group and runs mirror-host's integration at
+   its prompt: its latest signed prompt mark where the host reads the pane's
    output, else its registration (:mod:`mirror_host.shell.verdict`).
-3. **Authorise**: ``authorized()`` (the phone still holds the lease), before
-   the request is written and again right before the trigger.
-4. **Request and trigger** (:func:`hand_over`): the request file, then the
-   trigger key sequence (:mod:`mirror_host.shell.exchange`).
-5. **Await the answer**: the shell loads the exact text into its empty
-   command line and accepts it, or refuses; after 2 s the host cancels, and
-   a cancel that comes first means nothing ran.
-6. **Report** (:func:`report`): success only for "loaded"; a refusal before
-   or by the shell has its own code (``SHELL_BUSY``, ``SHELL_NOT_READY``,
-   ``INVALID_ARGUMENT``, ``TARGET_NOT_FOUND``, ``REMOTE_COMMAND_REJECTED``);
-   ``SEND_FAILED`` only where the outcome is uncertain.
+3. **Authorise**: the phone still holds the lease, before the request is
+   written (the engine) and again right before the trigger (the pane's
+   ``send_trigger``).
+4. **Request and trigger** (the write): the request file, then the trigger
+   key sequence (:mod:`mirror_host.shell.exchange`).
+5. **Await the answer** (the confirmation): the shell loads the exact text
+   into its empty command line and accepts it, or refuses; after 2 s the host
+   cancels, and a cancel that comes first means nothing ran.
+6. **Report** (:func:`outcome`): delivered only for "loaded"; a refusal
+   before or by the shell has its own code (``SHELL_BUSY``,
+   ``SHELL_NOT_READY``, ``INVALID_ARGUMENT``, ``TARGET_NOT_FOUND``,
+   ``REMOTE_COMMAND_REJECTED``); ``SEND_FAILED`` only where the outcome is
+   uncertain.
 
 From step 4 on the exchange finishes even if the phone's lease is lost or the
-host stops meanwhile (within :data:`~mirror_host.commands.agent_input.FINISH_SECONDS`):
+host stops meanwhile (within :data:`~mirror_host.commands.delivery.FINISH_SECONDS`):
 the shell's answer, or the host's cancel, settles it either way.
 """
 
@@ -30,23 +35,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 import trio
 
-from mirror_host.commands.agent_input import finish_writing
-from mirror_host.commands.responses import (
-    NO_LONGER_OWNS,
-    cli_error,
-    cli_success,
-    input_delivered,
-    rejected,
+from mirror_host.commands.delivery import (
+    Delivered,
+    Delivery,
+    Guard,
+    Look,
+    Outcome,
+    Ready,
+    Refused,
+    Unconfirmed,
+    Verdict,
+    deliver,
 )
+from mirror_host.commands.responses import NO_LONGER_OWNS, cli_error
 from mirror_host.control import SendCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, PaneSourceError
 from mirror_host.panes.foreground import process_start_time
 from mirror_host.shell.directory import ShellDirectory, new_request_id
 from mirror_host.shell.exchange import (
@@ -55,8 +65,10 @@ from mirror_host.shell.exchange import (
     Cancel,
     Done,
     Exchange,
-    Outcome,
     Wait,
+)
+from mirror_host.shell.exchange import (
+    Outcome as Answer,
 )
 from mirror_host.shell.marks import MarkKind, PromptMarks
 from mirror_host.shell.verdict import (
@@ -73,12 +85,11 @@ from mirror_host.shell.verdict import (
 __all__ = [
     "Handover",
     "ShellPanes",
+    "ShellTarget",
     "deliver_command",
-    "hand_over",
-    "report",
+    "outcome",
     "shell_evidence",
     "shell_status",
-    "validate",
     "verify",
 ]
 
@@ -131,26 +142,17 @@ class ShellPanes(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Handover:
-    """What the verification proved: the shell (its pid) and the directory to use."""
+    """What the verification proved (the shell, by its pid, and the directory to use),
+    and the request under way."""
 
     pid: int
     directory: ShellDirectory
-
-
-# ------------------------------------------------------------------ 1. validate
-
-
-def validate(command: SendCommand) -> JSONValue | None:
-    """The refusal of a ``send`` whose text or options this host does not run, or ``None``."""
-    problem = command_problem(command.text) or send_options_problem(
-        trailing_enter=command.trailing_enter,
-        wait=command.wait,
-        capture_output=command.capture_output,
-        source=command.source,
-    )
-    return None if problem is None else cli_error(_COMMAND, "INVALID_ARGUMENT", problem)
+    request_id: str = field(default_factory=new_request_id)
+    #: How long the shell has to answer: none once the trigger failed (it may or may
+    #: not have reached the shell; the host cancels at once and the file decides).
+    answer_seconds: float = ANSWER_SECONDS
 
 
 # ------------------------------------------------------------------ 2. verify
@@ -178,26 +180,22 @@ async def shell_evidence(
     return ShellEvidence(marks, registered=registered)
 
 
-async def verify(panes: ShellPanes, pane_id: UUID) -> Handover | JSONValue:
-    """Whether the command may be handed to the pane's shell now: to whom, or the refusal."""
-    try:
-        foreground = await panes.shell_foreground(pane_id)
-        evidence = await shell_evidence(panes, pane_id, foreground)
-        directory = panes.shell_directory(pane_id)
-    except PaneNotFound:
-        return cli_error(_COMMAND, "TARGET_NOT_FOUND", "The selected pane is gone.")
-    except PaneSourceError as exc:
-        return cli_error(
-            _COMMAND, NOT_READY, f"Host could not read the pane ({exc}); nothing was sent."
-        )
+async def verify(panes: ShellPanes, pane_id: UUID) -> Handover | Refused:
+    """Whether the command may be handed to the pane's shell now: to whom, or the refusal.
+
+    Raises:
+        PaneNotFound, PaneSourceError.
+    """
+    foreground = await panes.shell_foreground(pane_id)
+    evidence = await shell_evidence(panes, pane_id, foreground)
+    directory = panes.shell_directory(pane_id)
     reading: ShellReading = read_shell(foreground, evidence)
     if reading.code is not None:
-        return cli_error(_COMMAND, reading.code, reading.message)
+        return Refused(reading.code, reading.message)
     assert reading.shell is not None
     if directory is None or not directory.usable():
         where = "" if directory is None else f" ({directory.path})"
-        return cli_error(
-            _COMMAND,
+        return Refused(
             NOT_READY,
             f"Host has no private directory to hand shells a command through{where}; "
             "its log says why. Nothing was sent.",
@@ -219,48 +217,76 @@ def shell_status(
     return None if status == "idle" and not sendable else status
 
 
-# ------------------------------------------------------------------ 4, 5. hand over
+# ------------------------------------------------------------------ the adapter
 
 
-async def hand_over(
-    panes: ShellPanes,
-    pane_id: UUID,
-    to: Handover,
-    text: str,
-    authorized: Callable[[], bool] = lambda: True,
-) -> JSONValue:
-    """Write the request, send the trigger (``authorized()`` checked right before it),
-    await the shell's answer (or cancel); report."""
-    request_id = new_request_id()
-    try:
-        to.directory.write_request(to.pid, request_id, text)
-    except OSError as exc:
-        return cli_error(
-            _COMMAND,
-            NOT_READY,
-            f"Host could not write the request for the shell ({exc.strerror}); nothing was sent.",
-        )
-    try:
-        answer_seconds = ANSWER_SECONDS
+class ShellTarget:
+    """The delivery adapter for the shell in a pane of :class:`ShellPanes`."""
+
+    problem = staticmethod(command_problem)
+    busy_code = NOT_READY
+
+    def __init__(self, panes: ShellPanes) -> None:
+        self.panes = panes
+
+    async def look(self, pane_id: UUID) -> Look[Handover]:
+        """One look decides (the operating system and the shell's own marks or file:
+        nothing half-drawn to wait out)."""
+        verified = await verify(self.panes, pane_id)
+        return Ready(verified) if isinstance(verified, Handover) else verified
+
+    def last_typed(self, pane_id: UUID) -> None:
+        return None  # the shell refuses a command line that holds anything
+
+    async def write(self, delivery: Delivery, state: Handover, guard: Guard) -> Delivered | None:
+        """The request file, then the trigger (``guard`` asked right before it).
+
+        Raises:
+            InputRefused: nothing reached the pane (the request could not be
+                written, or the lease went before the trigger).
+        """
+        directory, pid, request_id = state.directory, state.pid, state.request_id
         try:
-            if not await panes.send_trigger(pane_id, TRIGGER, authorized):
-                return rejected(NO_LONGER_OWNS)  # nothing reached the pane
-        except (PaneNotFound, PaneSourceError) as exc:
+            directory.write_request(pid, request_id, delivery.text)
+        except OSError as exc:
+            raise InputRefused(
+                f"Host could not write the request for the shell ({exc.strerror})"
+            ) from exc
+        try:
+            if not await self.panes.send_trigger(delivery.pane_id, TRIGGER, guard.holds):
+                raise InputRefused(NO_LONGER_OWNS)
+        except InputRefused:
+            directory.remove_exchange(pid, request_id)
+            raise
+        except PaneSourceError as exc:
             # It may have reached the shell or not: cancel at once, and the file decides.
             logger.info("the trigger for a shell pane may not have been written: %s", exc)
-            answer_seconds = 0.0
-        exchange = Exchange(text, trio.current_time(), answer_seconds=answer_seconds)
-        done = await _settle(exchange, to, request_id)
-    finally:
-        to.directory.remove_exchange(to.pid, request_id)
-    if done.outcome is Outcome.RAN:
-        logger.info("ran a %d-byte command line in a shell pane", len(text.encode()))
-    return report(done, text)
+            state.answer_seconds = 0.0
+        except BaseException:
+            directory.remove_exchange(pid, request_id)
+            raise
+        return None
+
+    async def confirm(self, delivery: Delivery, state: Handover) -> Verdict:
+        """The shell's answer (or the host's cancel), which settles the exchange."""
+        try:
+            exchange = Exchange(
+                delivery.text, trio.current_time(), answer_seconds=state.answer_seconds
+            )
+            return outcome(await _settle(exchange, state))
+        finally:
+            state.directory.remove_exchange(state.pid, state.request_id)
+
+    async def enter(self, delivery: Delivery, state: Handover) -> None:
+        raise AssertionError("a shell accepts its command line itself")  # confirm answers
+
+    def what(self, state: Handover) -> str:
+        return "command line to a shell pane"
 
 
-async def _settle(exchange: Exchange, to: Handover, request_id: str) -> Done:
+async def _settle(exchange: Exchange, to: Handover) -> Done:
     """Drive ``exchange`` with the answer file until it is done."""
-    directory, pid = to.directory, to.pid
+    directory, pid, request_id = to.directory, to.pid, to.request_id
     step = exchange.observe(trio.current_time(), directory.read_answer(pid, request_id))
     while True:
         if isinstance(step, Done):
@@ -279,40 +305,37 @@ async def _settle(exchange: Exchange, to: Handover, request_id: str) -> Done:
         step = exchange.cancel_result(trio.current_time(), created, answer)
 
 
-# ------------------------------------------------------------------ 6. report
+_REFUSALS = {
+    Answer.LINE_HAS_TEXT: (
+        "The shell's command line is not empty: it holds text typed on Host (output "
+        "may hide it). Clear it there first. Nothing was sent."
+    ),
+    Answer.NOT_AT_PROMPT: (
+        "The shell is not at its prompt: it is in the middle of a multi-line command "
+        "or reading input (read, vared). Finish that on Host first. Nothing was sent."
+    ),
+    Answer.ABBREVIATIONS: (
+        "This fish is older than 3.6 and would expand an abbreviation in the command. "
+        "Nothing was sent."
+    ),
+    Answer.NOT_TAKEN: (
+        f"The shell did not take the command within {ANSWER_SECONDS:g} s (it was busy, "
+        "or this shell lost mirror-host's integration, e.g. after exec); nothing was run."
+    ),
+}
 
 
-def report(done: Done, text: str) -> JSONValue:
-    """The ``send`` result for an exchange of ``text`` that ended ``done``."""
-    outcome = done.outcome
-    if outcome is Outcome.RAN:
-        return cli_success(_COMMAND, input_delivered(text, "argv"))
-    message = {
-        Outcome.LINE_HAS_TEXT: (
-            "The shell's command line is not empty: it holds text typed on Host (output "
-            "may hide it). Clear it there first. Nothing was sent."
-        ),
-        Outcome.NOT_AT_PROMPT: (
-            "The shell is not at its prompt: it is in the middle of a multi-line command "
-            "or reading input (read, vared). Finish that on Host first. Nothing was sent."
-        ),
-        Outcome.ABBREVIATIONS: (
-            "This fish is older than 3.6 and would expand an abbreviation in the command. "
-            "Nothing was sent."
-        ),
-        Outcome.NOT_TAKEN: (
-            f"The shell did not take the command within {ANSWER_SECONDS:g} s (it was busy, "
-            "or this shell lost mirror-host's integration, e.g. after exec); nothing was run."
-        ),
-    }.get(outcome)
+def outcome(done: Done) -> Outcome:
+    """What an exchange that ended ``done`` came to."""
+    if done.outcome is Answer.RAN:
+        return Delivered()
+    message = _REFUSALS.get(done.outcome)
     if message is not None:
-        return cli_error(_COMMAND, NOT_READY, message)
+        return Refused(NOT_READY, message)
     detail = f" ({done.detail})" if done.detail else ""
-    return cli_error(
-        _COMMAND,
-        "SEND_FAILED",
+    return Unconfirmed(
         f"Host cannot tell whether the shell ran the command{detail}. "
-        "Check the pane before retrying.",
+        "Check the pane before retrying."
     )
 
 
@@ -327,15 +350,13 @@ async def deliver_command(
     authorized: Callable[[], bool],
 ) -> JSONValue:
     """Run ``command.text`` in the shell in ``pane_id``, or say why not (module docstring)."""
-    refusal = validate(command)
-    if refusal is not None:
-        return refusal
-    verified = await verify(panes, pane_id)
-    if not isinstance(verified, Handover):
-        return verified
-    if not authorized():
-        return rejected(NO_LONGER_OWNS)
-    handover = verified
-    return await finish_writing(
-        _COMMAND, lambda: hand_over(panes, pane_id, handover, command.text, authorized)
+    problem = send_options_problem(
+        trailing_enter=command.trailing_enter,
+        wait=command.wait,
+        capture_output=command.capture_output,
+        source=command.source,
     )
+    if problem is not None:
+        return cli_error(_COMMAND, "INVALID_ARGUMENT", problem)
+    delivery = Delivery(text=command.text, pane_id=pane_id, command=_COMMAND, authorized=authorized)
+    return await deliver(ShellTarget(panes), delivery)

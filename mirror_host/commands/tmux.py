@@ -2,13 +2,17 @@
 
 * ``list``: every pane with its worktree (git root or directory), its window as
   the tab, and the agent running in it; ``data.worktrees`` lists the worktrees.
+  An agent's ``task.status`` is read from its screen: the mirrored one, or for
+  a pane nobody watches (the source pauses those) one ``capture-pane`` per
+  ``list``, all at once within :data:`SCREENS_SECONDS`; an agent whose screen
+  could not be read in time has no status rather than a wrong one.
 * ``profiles``: the ``[profiles]`` table, or the known agents found on ``PATH``.
 * ``create``: a new window in the session of a pane of the chosen worktree,
   in the worktree's directory, running the profile's program (``exec``'d, so
   the agent *is* the pane's process) or the default shell; with a prompt, the
   prompt is delivered once the agent shows an empty composer.
 * ``agentsInput`` / ``agentsDispatch``: guarded delivery
-  (:mod:`mirror_host.commands.agent_input`). The prompt is loaded into a tmux
+  (:mod:`mirror_host.commands.delivery`). The prompt is loaded into a tmux
   buffer and pasted with ``paste-buffer``, which writes to the program
   directly: no copy mode or key table can take it, and Enter goes the same way
   (``-r``: no line feed is turned into a carriage return). Only tmux knows for
@@ -28,22 +32,17 @@ import logging
 import shlex
 import uuid
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, Unpack
 from uuid import UUID
 
 import trio
 
 from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
-from mirror_host.commands.agent_input import (
-    DeliveryTiming,
-    bracketed,
-    plain_pasteable,
-)
-from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.agent_input import bracketed, plain_pasteable
+from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
 from mirror_host.commands.responses import cli_error
 from mirror_host.commands.shell_input import shell_evidence
-from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
 from mirror_host.errors import PaneSourceError
@@ -57,16 +56,19 @@ from mirror_host.terminal import Screen
 from mirror_host.terminal.archive import screen_of_rows
 from mirror_host.terminal.view import ScreenText
 
-__all__ = ["TmuxAgentPanes", "TmuxCommandSource", "TmuxCommands"]
+__all__ = ["SCREENS_SECONDS", "TmuxAgentPanes", "TmuxCommandSource", "TmuxCommands"]
 
 logger = logging.getLogger(__name__)
 
-_LISTED_SECONDS = 5.0
+#: How long one ``list`` may spend reading the screens of agents nobody watches.
+SCREENS_SECONDS = 2.0
+#: How many of those reads (a tmux client each) run at once.
+_SCREENS_AT_ONCE = 4
 _FOCUS_FORMAT = SEPARATOR.join(("#{pane_id}", "#{window_active}", "#{pane_active}", "#{pane_pid}"))
 
 
 class TmuxCommandSource(Protocol):
-    """What the tmux backend uses of the tmux source (``cli_serve`` hands it a
+    """What the tmux backend uses of the tmux source (``cli.sources`` hands it a
     :class:`~mirror_host.panes.tmux.TmuxSource`)."""
 
     @property
@@ -227,17 +229,10 @@ class TmuxAgentPanes:
 class TmuxCommands(AgentPaneCommands):
     """The command backend for a :class:`TmuxCommandSource`."""
 
-    def __init__(
-        self,
-        source: TmuxCommandSource,
-        *,
-        profiles: tuple[Profile, ...] | None = None,
-        timing: DeliveryTiming | None = None,
-        shell_send: bool = True,
-    ) -> None:
+    def __init__(self, source: TmuxCommandSource, **options: Unpack[BackendOptions]) -> None:
         self.source = source
         self.panes = TmuxAgentPanes(source)
-        super().__init__(self.panes, profiles=profiles, timing=timing, shell_send=shell_send)
+        super().__init__(self.panes, **options)
 
     # ------------------------------------------------------------ catalogue
 
@@ -251,18 +246,42 @@ class TmuxCommands(AgentPaneCommands):
                 found[parts[0]] = (parts[1] == "1", parts[2] == "1", int(parts[3]))
         return found
 
-    async def _pane_record(
-        self, pane_id: UUID, row: PaneRow, pid: int
-    ) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
-        """The pane as ``list`` describes it (with its agent), and its task.
-
-        The status is read from the screen only for a pane the source mirrors:
-        ``list`` never reads a terminal itself.
-        """
+    @staticmethod
+    async def _foreground(pid: int) -> PaneForeground:
+        """The foreground group of the terminal of the pane whose own process is ``pid``."""
         group, processes = await terminal_group(pid) if pid else (None, ())
-        foreground = PaneForeground(shell_pid=pid or None, group=group, processes=processes)
+        return PaneForeground(shell_pid=pid or None, group=group, processes=processes)
+
+    async def _unwatched_screens(self, pane_ids: list[UUID]) -> dict[UUID, Screen]:
+        """One ``capture-pane`` of each pane, all at once, within :data:`SCREENS_SECONDS`:
+        the screens ``list`` reads agents' states from where the source mirrors none.
+        A pane whose read failed or was late is left out."""
+        screens: dict[UUID, Screen] = {}
+        limiter = trio.CapacityLimiter(_SCREENS_AT_ONCE)
+
+        async def read(pane_id: UUID) -> None:
+            async with limiter:
+                try:
+                    screens[pane_id] = await self.panes.screen(pane_id)
+                except PaneSourceError as exc:
+                    logger.debug("list could not read the screen of pane %s: %s", pane_id, exc)
+
+        with trio.move_on_after(SCREENS_SECONDS) as deadline:
+            async with trio.open_nursery() as nursery:
+                for pane_id in pane_ids:
+                    nursery.start_soon(read, pane_id)
+        if deadline.cancelled_caught:
+            logger.info("list read %d of %d unwatched agents' screens in time",
+                        len(screens), len(pane_ids))  # fmt: skip
+        return screens
+
+    async def _pane_record(
+        self, pane_id: UUID, row: PaneRow, foreground: PaneForeground, screen: Screen | None
+    ) -> tuple[dict[str, JSONValue], dict[str, JSONValue]]:
+        """The pane as ``list`` describes it (with its agent), and its task (an agent's
+        state is read from ``screen``: without one, it has none)."""
+        processes = foreground.processes
         found = identify_group(processes)
-        screen = self.source.pane_screen(pane_id)
         state = detect(processes, ScreenText(screen)).state if screen and found else None
         evidence = (
             await shell_evidence(self.panes, pane_id, foreground)
@@ -284,13 +303,27 @@ class TmuxCommands(AgentPaneCommands):
             focus = await self._focus()
         except PaneSourceError as exc:
             return cli_error("list", "LIST_FAILED", f"Failed to list panes ({exc}).")
+        panes = [
+            (pane_id, row, focus.get(row.pane_id, (False, False, 0)))
+            for pane_id, row in self.source.pane_rows()
+        ]
+        # Read before the first await: every pane listed here is still known to the source.
+        screens = {pane_id: self.source.pane_screen(pane_id) for pane_id, _, _ in panes}
+        foregrounds = [await self._foreground(pid) for _, _, (_, _, pid) in panes]
+        unwatched = [
+            pane_id
+            for (pane_id, _, _), foreground in zip(panes, foregrounds, strict=True)
+            if screens[pane_id] is None and identify_group(foreground.processes) is not None
+        ]
+        screens.update(await self._unwatched_screens(unwatched))
         worktrees: dict[str, dict[str, JSONValue]] = {}
         items: list[JSONValue] = []
-        for pane_id, row in self.source.pane_rows():
-            window_active, pane_active, pid = focus.get(row.pane_id, (False, False, 0))
+        for (pane_id, row, (window_active, pane_active, _)), foreground in zip(
+            panes, foregrounds, strict=True
+        ):
             worktree = catalogue.worktree_for(row.path)
             worktrees.setdefault(str(worktree["id"]), worktree)
-            pane, task = await self._pane_record(pane_id, row, pid)
+            pane, task = await self._pane_record(pane_id, row, foreground, screens.get(pane_id))
             pane["focused"] = window_active and pane_active
             items.append(
                 {
@@ -354,11 +387,12 @@ class TmuxCommands(AgentPaneCommands):
 
     async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
         """Wait until the source lists the new pane (control mode reports the window)."""
-        with trio.move_on_after(_LISTED_SECONDS):
-            while True:
-                for pane_id, row in self.source.pane_rows():
-                    if row.pane_id == tmux_id:
-                        return pane_id, row
-                self.source.request_relist()
-                await trio.sleep(0.05)
-        raise PaneSourceError(f"tmux pane {tmux_id} was created but never listed")
+
+        async def find() -> tuple[UUID, PaneRow] | None:
+            for pane_id, row in self.source.pane_rows():
+                if row.pane_id == tmux_id:
+                    return pane_id, row
+            self.source.request_relist()
+            return None
+
+        return await catalogue.until_listed(find, poll=0.05, what=f"tmux pane {tmux_id}")

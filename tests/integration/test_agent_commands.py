@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -14,7 +15,10 @@ from mirror_host import control as c
 from mirror_host.client.client import login
 from mirror_host.commands import first_prompt
 from mirror_host.commands.responses import SEND_REFUSED
+from mirror_host.commands.tmux import TmuxCommands
 from mirror_host.config import Profile
+from mirror_host.errors import PaneSourceError
+from mirror_host.panes.tmux import TmuxSource
 from mirror_host.wire import TextFramePacket
 from tests.integration.agent_helpers import (
     FakeAgent,
@@ -113,6 +117,68 @@ async def test_list_profiles_and_task_status(
                     if mine["task"] == {"status": "running"}:
                         break
                     await trio.sleep(0.1)
+
+
+class CountedCaptures:
+    """The real tmux source, counting ``capture-pane`` per pane, or failing or hanging it."""
+
+    def __init__(self, source: TmuxSource, *, failure: str | None = None) -> None:
+        self.source = source
+        self.failure = failure
+        self.captures: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+    async def run_tmux(self, *args: str, stdin: bytes = b"") -> str:
+        if "capture-pane" in args:
+            self.captures.append(args[args.index("-t") + 1])
+            if self.failure == "hang":
+                await trio.sleep_forever()
+            if self.failure == "fail":
+                raise PaneSourceError("tmux capture-pane failed (planted)")
+        return await self.source.run_tmux(*args, stdin=stdin)
+
+
+def task_of(listed: dict[str, Any], pane: uuid.UUID) -> dict[str, Any]:
+    (item,) = (i for i in listed["data"]["items"] if i["pane"]["id"] == str(pane).upper())
+    assert item["pane"]["agent"] == "claude"
+    return dict(item["task"])
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="no tmux")
+async def test_list_reads_an_agent_in_a_tmux_pane_nobody_watches(state_dir: Path) -> None:
+    """A paused pane's agent is read from one ``capture-pane`` per ``list``: ``running``
+    while it works, ``idle`` once it waits; a capture that fails or is late gives no
+    status (``idle`` would say a prompt is taken), and the list is still answered."""
+    async with rig("tmux", state_dir) as setup:
+        assert isinstance(setup.source, TmuxSource) and setup.tmux is not None
+        async with login("127.0.0.1", port_of(setup.host), await paired(setup.host)) as client:
+            for state, status in (("working", "running"), ("idle", "idle")):
+                setup.agent.set(state=state)
+                with trio.fail_after(20):  # until the agent has redrawn
+                    while task_of(await command(client, c.ListCommand()), setup.pane) != {
+                        "status": status
+                    }:
+                        await trio.sleep(0.1)
+        assert setup.source.pane_screen(setup.pane) is None  # nobody watched it meanwhile
+        agent_tmux_id = setup.source.pane_row(setup.pane).pane_id
+        counted = CountedCaptures(setup.source)
+        setup.agent.set(state="working")
+        with trio.fail_after(20):
+            while task_of(await TmuxCommands(counted).list(), setup.pane) != {"status": "running"}:
+                counted.captures.clear()
+                await trio.sleep(0.1)
+        assert counted.captures == [agent_tmux_id]  # once per list, the agent's pane only
+        for failure in ("fail", "hang"):
+            broken = TmuxCommands(CountedCaptures(setup.source, failure=failure))
+            with trio.fail_after(20):
+                listed = await broken.list()
+            assert task_of(listed, setup.pane) == {}, failure
+            shell = next(
+                i for i in listed["data"]["items"] if i["pane"]["id"] == str(setup.shell).upper()
+            )
+            assert "agent" not in shell["pane"]
 
 
 async def new_pane_id(result: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
-from mirror_host.commands.agent_input import DeliveryTiming
+from mirror_host.commands.delivery import DeliveryTiming
 from mirror_host.commands.local import LocalCommands
 from mirror_host.commands.service import CommandService
 from mirror_host.commands.tmux import TmuxCommands

@@ -22,8 +22,8 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
-from mirror_host.commands.agent_input import DeliveryTiming
 from mirror_host.commands.agliteterm import AgliteCommands
+from mirror_host.commands.delivery import DeliveryTiming
 from mirror_host.commands.responses import SEND_REFUSED
 from mirror_host.commands.service import CommandService
 from mirror_host.config import Profile

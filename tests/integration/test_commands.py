@@ -7,6 +7,7 @@ import stat
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -16,8 +17,9 @@ import trio
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
-from mirror_host.commands import herdr as herdr_commands
+from mirror_host.commands.delivery import DeliveryTiming
 from mirror_host.commands.herdr import HerdrCommands
+from mirror_host.commands.herdr_input import HERDR_TIMING
 from mirror_host.commands.receipts import MAX_RECEIPTS
 from mirror_host.commands.responses import NO_LONGER_OWNS, rejected
 from mirror_host.commands.service import CommandService
@@ -49,7 +51,11 @@ def agent_bin(state_dir: Path) -> Path:
 
 @asynccontextmanager
 async def command_host(
-    state_dir: Path, *, protocol: int = 22, profiles: tuple[Profile, ...] | None = None
+    state_dir: Path,
+    *,
+    protocol: int = 22,
+    profiles: tuple[Profile, ...] | None = None,
+    timing: DeliveryTiming = HERDR_TIMING,
 ) -> AsyncIterator[tuple[Host, FakeHerdr, dict[str, str]]]:
     fake = FakeHerdr(state_dir / "herdr.sock", protocol=protocol)
     workspace = fake.add_workspace("api", cwd=str(state_dir))
@@ -62,7 +68,7 @@ async def command_host(
         "shell": await fake.add_pane(tab, AGENT),
     }
     source = HerdrSource(state_dir / "herdr.sock", herdr_bin=FAKE_CLI)
-    commands = CommandService(HerdrCommands(source, profiles=profiles))
+    commands = CommandService(HerdrCommands(source, profiles=profiles, timing=timing))
     async with trio.open_nursery() as nursery:
         await nursery.start(fake.serve)
         host: Host = await nursery.start(
@@ -315,12 +321,10 @@ async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
             assert prompt.encode() in fake.received_input(ids["agent"])
 
 
-async def test_agent_input_on_an_old_server_confirms_before_enter(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_agent_input_on_an_old_server_confirms_before_enter(state_dir: Path) -> None:
     # A loaded machine may take more than the product's 2 s to echo the paste.
-    monkeypatch.setattr(herdr_commands, "_ECHO_SECONDS", 20.0)
-    async with command_host(state_dir, protocol=16) as (host, fake, ids):
+    slow_echo = replace(HERDR_TIMING, echo_seconds=20.0)
+    async with command_host(state_dir, protocol=16, timing=slow_echo) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
         async with login("127.0.0.1", port_of(host), credential) as phone:
             sub = await subscribe(phone, pane, c.Representation.TEXT)
@@ -520,12 +524,10 @@ async def test_the_1025th_mutation_is_refused(state_dir: Path) -> None:
 
 
 @pytest.mark.slow
-async def test_takeover_cancels_a_pending_input(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_takeover_cancels_a_pending_input(state_dir: Path) -> None:
     # The input must still be waiting when the takeover lands, however slow the machine.
-    monkeypatch.setattr(herdr_commands, "_SETTLE_SECONDS", 60.0)
-    async with command_host(state_dir) as (host, fake, ids):
+    long_grace = replace(HERDR_TIMING, settle_seconds=60.0)
+    async with command_host(state_dir, timing=long_grace) as (host, fake, ids):
         fake.set_agent_status(ids["agent"], "working")  # input waits for the agent to settle
         credential, pane = await agent_lease(host, fake, ids["agent"])
         port = port_of(host)
@@ -558,13 +560,13 @@ async def test_takeover_cancels_a_pending_input(
 
 @pytest.mark.slow
 async def test_a_takeover_while_the_echo_is_awaited_leaves_an_unconfirmed_receipt(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path,
 ) -> None:
     """An old server: the text is written, then the lease is taken over while its echo
     is read. The delivery finishes without Enter, and the receipt says the text may
     sit unsent (``SEND_FAILED``), not that it was cancelled before delivery."""
-    monkeypatch.setattr(herdr_commands, "_ECHO_SECONDS", 60.0)
-    async with command_host(state_dir, protocol=16) as (host, fake, ids):
+    long_echo = replace(HERDR_TIMING, echo_seconds=60.0)
+    async with command_host(state_dir, protocol=16, timing=long_echo) as (host, fake, ids):
         credential, pane = await agent_lease(host, fake, ids["agent"])
         mac_credential = await paired(host, "Mac")
         port = port_of(host)

@@ -23,8 +23,9 @@ import pytest
 import trio
 
 from mirror_host.client.client import MirrorClient
+from mirror_host.commands.delivery import Delivery, deliver
 from mirror_host.commands.local import LocalCommands
-from mirror_host.commands.shell_input import Handover, hand_over
+from mirror_host.commands.shell_input import Handover, ShellTarget
 from tests.integration.agent_helpers import command
 from tests.integration.test_shell_send import (
     HAS_TMUX,
@@ -261,7 +262,10 @@ async def trigger_reaches(setup: ShellRig) -> dict[str, Any]:
     directory = source.shell_directory
     assert directory is not None
     handover = Handover(pid=source.pane(setup.pane).pid, directory=directory)
-    result = await hand_over(commands.panes, setup.pane, handover, f"echo {MARKER} > /dev/null")
+    text = f"echo {MARKER} > /dev/null"
+    delivery = Delivery(text=text, pane_id=setup.pane, command="send", authorized=lambda: True)
+    # Handed over as if the verification had just passed (``ready``): the race.
+    result = await deliver(ShellTarget(commands.panes), delivery, ready=handover)
     assert isinstance(result, dict)
     return result
 

@@ -16,16 +16,16 @@ import trio.testing
 from mirror_host import control as c
 from mirror_host.agents import ForegroundProcess
 from mirror_host.commands.agent_input import (
-    DeliveryTiming,
-    PasteUnsupported,
+    AgentPaneTarget,
+    agent_delivery,
     bracketed,
     carries,
-    deliver,
     prompt_problem,
 )
+from mirror_host.commands.delivery import DeliveryTiming, deliver
 from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.service import CommandService
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
 from tests.unit.test_session import PANE, events, outgoing, packet, subscribed
 
@@ -109,9 +109,8 @@ class LateEcho(ScriptedPanes):
 
 async def run(panes: ScriptedPanes, prompt: str = "fix it", **options: Any) -> Any:
     authorized = options.pop("authorized", lambda: True)
-    return await deliver(
-        panes, uuid4(), prompt, command="agentsInput", authorized=authorized, timing=TIMING
-    )
+    delivery = agent_delivery(uuid4(), prompt, dispatch=False, authorized=authorized, timing=TIMING)
+    return await deliver(AgentPaneTarget(panes), delivery)
 
 
 def error(result: Any) -> tuple[str, str]:
@@ -295,7 +294,7 @@ async def test_a_receipt_for_input_whose_lease_went_mid_delivery_is_unconfirmed(
 @pytest.mark.parametrize(
     ("failure", "code"),
     [
-        (PasteUnsupported("no bracketed paste"), "DISPATCH_TARGET_BUSY"),
+        (InputRefused("no bracketed paste"), "DISPATCH_TARGET_BUSY"),
         (PaneSourceError("tmux exploded"), "SEND_FAILED"),
         (PaneNotFound("gone mid-paste"), "SEND_FAILED"),
     ],
