@@ -25,6 +25,7 @@ from mirror_host.control import (
     Authenticated,
     Challenge,
     ControlMessage,
+    Failure,
     Pair,
     Paired,
     Ping,
@@ -94,8 +95,15 @@ class HostIdentityChanged(ClientClosed):
 
 
 class PairingRefused(ClientClosed):
-    """The code opened TLS, but the host closed the connection instead of sending ``paired``
-    (mirror-host does when it cannot save the device; its log says why)."""
+    """The code opened TLS, but the host closed the connection instead of sending ``paired``.
+
+    ``reason``: the host's ``failure`` before it closed, if it sent one (mirror-host
+    does when it cannot save the device: a full disk, a read-only state directory).
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class _CountingStream(trio.abc.Stream):
@@ -344,12 +352,15 @@ async def pair_device(
                 raise HostIdentityChanged("host identity changed")
             proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
             await client.send(Pair(name=name, proof=proof))
-            paired = await client.expect(Paired)
+            paired = await client.receive()
         except HostIdentityChanged:
             raise
         except ClientClosed as exc:
             raise PairingRefused("the host accepted the code but closed without pairing") from exc
-        assert isinstance(paired, Paired)
+        if isinstance(paired, Failure):
+            raise PairingRefused(f"the host refused the pairing: {paired.error}", paired.error)
+        if not isinstance(paired, Paired):
+            raise ClientClosed(f"the host answered `pair` with {paired!r}"[:200])
         if paired.host_id != challenge.host_id or len(paired.key) != 32:
             raise ClientClosed("the host sent an inconsistent credential")
         return Credential(paired.host_id, paired.device_id, paired.key)

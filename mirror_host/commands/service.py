@@ -7,9 +7,9 @@ command in flight). This service adds the rest of Prowl's rules (host docs §8):
 * ``output`` must be exactly ``json`` (anything else is refused with Prowl's
   ``Command is not allowed.``, and the connection stays open, as in Prowl's
   host); ``send`` goes to a backend that can run shell command lines
-  (:class:`ShellSender`) and advertises ``shell-send``, and is refused otherwise (as Prowl's host refuses it); prompts are at
-  most 64 KiB; a targeted command names exactly the leased pane (a *different*
-  pane closes the connection);
+  (:class:`ShellSender`) and advertises ``shell-send``, and is refused otherwise
+  (as Prowl's host refuses it); prompts are at most 64 KiB; a targeted command
+  names exactly the leased pane (a *different* pane closes the connection);
 * mutations are retained by request id (:mod:`mirror_host.commands.receipts`);
 * authorisation is checked when execution starts and again, by the backend,
   right before anything is written to a pane;
