@@ -286,14 +286,19 @@ async def open_client(
     answer_pings: bool = True,
     context: ssl.SSLContext | None = None,
     handshake_timeout: float = 10.0,
+    local_address: str | None = None,
 ) -> AsyncIterator[MirrorClient]:
     """Connect with TLS-PSK and yield a client whose pings are answered.
 
+    ``local_address``: the source address to connect from (tests and benchmarks
+    use many of 127.0.0.0/8 to stand for many peers).
+
     Raises:
         ClientClosed: the TLS handshake failed.
+        trio.TooSlowError: it did not finish within ``handshake_timeout`` seconds.
     """
     context = context or client_context(identity, key)  # before the socket: it may raise
-    tcp = _CountingStream(await trio.open_tcp_stream(host, port))
+    tcp = _CountingStream(await trio.open_tcp_stream(host, port, local_address=local_address))
     stream: trio.SSLStream[trio.abc.Stream] = trio.SSLStream(tcp, context, server_hostname=None)
     try:
         with trio.fail_after(handshake_timeout):
@@ -331,7 +336,13 @@ async def open_client(
 
 
 async def pair_device(
-    host: str, port: int, code: str, name: str, *, expected_host_id: UUID | None = None
+    host: str,
+    port: int,
+    code: str,
+    name: str,
+    *,
+    expected_host_id: UUID | None = None,
+    local_address: str | None = None,
 ) -> Credential:
     """Pair as Prowl's clients do: identity ``pair``, proof over the challenge.
 
@@ -344,7 +355,9 @@ async def pair_device(
         PairingRefused: the code opened TLS but the host closed without ``paired``.
         ClientClosed: the host sent an inconsistent credential.
     """
-    async with open_client(host, port, PAIR_IDENTITY, code.encode()) as client:
+    async with open_client(
+        host, port, PAIR_IDENTITY, code.encode(), local_address=local_address
+    ) as client:
         try:
             challenge = await client.expect(Challenge)
             assert isinstance(challenge, Challenge)
@@ -368,16 +381,28 @@ async def pair_device(
 
 @asynccontextmanager
 async def login(
-    host: str, port: int, credential: Credential, *, answer_pings: bool = True
+    host: str,
+    port: int,
+    credential: Credential,
+    *,
+    answer_pings: bool = True,
+    handshake_timeout: float = 10.0,
+    local_address: str | None = None,
 ) -> AsyncIterator[MirrorClient]:
-    """Connect and authenticate; yield the logged-in client.
+    """Connect and authenticate; yield the logged-in client (see :func:`open_client`).
 
     Raises:
         HostIdentityChanged: the challenge names another host than the credential's.
         ClientClosed: the host refused the credential.
     """
     async with open_client(
-        host, port, credential.identity, credential.key, answer_pings=answer_pings
+        host,
+        port,
+        credential.identity,
+        credential.key,
+        answer_pings=answer_pings,
+        handshake_timeout=handshake_timeout,
+        local_address=local_address,
     ) as client:
         challenge = await client.expect(Challenge)
         assert isinstance(challenge, Challenge)
