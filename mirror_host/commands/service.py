@@ -298,6 +298,7 @@ class CommandService(CommandHandler):
         self, receipt: Receipt, session: Session, reply: Callable[[JSONValue], None]
     ) -> None:
         command = receipt.command
+        assert command is not None, "a new receipt keeps its command until it finishes"
         lease = session.lease
         subscription = lease.subscription_id if lease is not None else None
 
