@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import random
+import shlex
 import shutil
 import tempfile
 import time
@@ -113,7 +114,12 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     state_dir = Path(tempfile.mkdtemp(prefix="mh-fuzz-state-", dir="/tmp"))
     host = await hostwatch.start(
-        state_dir, out, trace=args.trace, wrap=args.mallinfo, log_level=args.host_log
+        state_dir,
+        out,
+        trace=args.trace,
+        wrap=args.mallinfo,
+        log_level=args.host_log,
+        prefix=tuple(shlex.split(args.host_prefix)),
     )
     try:
         devices = await hostwatch.pair_devices(host, DEVICES)
@@ -219,6 +225,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated case names")
     parser.add_argument("--out", default="", help="directory for host.log and fuzz.json")
     parser.add_argument("--host-log", default="warning", help="the host's --log-level")
+    parser.add_argument(
+        "--host-prefix",
+        default="",
+        help="run the host under this (`heaptrack -o FILE`, `taskset -c 0`)",
+    )
     args = parser.parse_args()
     unknown = [n for n in args.only.split(",") if n and n not in CASES]
     if unknown:

@@ -89,6 +89,7 @@ async def start(
     wrap: bool = False,
     max_connections: int | None = None,
     log_level: str = "warning",
+    prefix: tuple[str, ...] = (),
 ) -> Watched:
     """``mirror-host serve`` on 127.0.0.1 with a ``cat`` pane and a ticker pane."""
     serve = [
@@ -102,6 +103,7 @@ async def start(
                    "--frames", frames, str(snapshots), "--", *serve]  # fmt: skip
     else:
         command = [sys.executable, "-m", "mirror_host", *serve]
+    command = [*prefix, *command]
     env = dict(os.environ)
     if max_connections is not None:
         env["MIRROR_HOST_SERVER_MAX_CONNECTIONS"] = str(max_connections)
