@@ -175,6 +175,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         "harness_faults": faults,
         "host_exit": code,
         "samples": [asdict(s) for s in samples],
+        "last_third_trend": hostwatch.trend(samples, window),
         "last_third": {
             "seconds": window,
             "rss_before": before,
@@ -198,6 +199,13 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     print(
         f"RSS first {rss[0]:.1f} MiB, max {max(rss):.1f}, last {rss[-1]:.1f}; "
         f"last {window / 60:.0f} min: {before:.1f} -> {after:.1f} MiB ({added:+.2f} MiB)"
+    )
+    t = hostwatch.trend(samples, window)
+    print(
+        f"last {window / 60:.0f} min, median of its first and last minute: "
+        f"{t['first_minute_median']:.1f} -> {t['last_minute_median']:.1f} MiB "
+        f"({t['added_mib']:+.2f} MiB); slope {t['slope_mib_per_10_min']:+.2f} MiB per 10 min; "
+        f"range {t['min']:.1f} … {t['max']:.1f} MiB"
     )
     fds = [s.descriptors for s in samples]
     print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -25,9 +26,10 @@ HEALTH_ADDRESS = "127.0.0.1"
 #: 13,700 lines of 80 columns), so its screen is at its bound before anything is
 #: measured and what grows afterwards is the host's, not the panes' history.
 PREFILL = 30_000
-#: A `cat` pane (typed input comes back), and a pane that keeps printing (frames
-#: flow, history grows).
-CAT = f"seq 1 {PREFILL}; exec cat"
+#: A `cat` pane (typed input comes back; raw, so random bytes such as Ctrl-C or
+#: Ctrl-D are data, not a signal or an end of file), and a pane that keeps
+#: printing (frames flow, history grows).
+CAT = f"seq 1 {PREFILL}; stty raw -echo; exec cat"
 TICKER = f"seq 1 {PREFILL}; i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.2; done"
 
 
@@ -202,6 +204,34 @@ async def sample(host: Watched, device: Credential, started: float) -> Sample:
         load=load_average(),
         memory=memory_map(host.pid),
     )
+
+
+def trend(samples: list[Sample], seconds: float) -> dict[str, float]:
+    """The last ``seconds`` of the run: the median RSS of its first and its last
+    minute (single samples jump by the 8 MiB packets under way at that moment),
+    their difference, and the least-squares slope over every sample in it, in
+    MiB per 10 minutes."""
+    end = samples[-1].seconds
+    window = [s for s in samples if s.seconds >= end - seconds]
+    first = [s.rss_mib for s in window if s.seconds <= window[0].seconds + 60]
+    last = [s.rss_mib for s in window if s.seconds >= end - 60]
+    xs = [s.seconds for s in window]
+    ys = [s.rss_mib for s in window]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    slope = (
+        sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+        if spread
+        else 0.0
+    )
+    return {
+        "first_minute_median": round(statistics.median(first), 2),
+        "last_minute_median": round(statistics.median(last), 2),
+        "added_mib": round(statistics.median(last) - statistics.median(first), 2),
+        "slope_mib_per_10_min": round(slope * 600, 2),
+        "min": round(min(ys), 2),
+        "max": round(max(ys), 2),
+    }
 
 
 def growth_over(samples: list[Sample], seconds: float) -> tuple[float, float, float]:

@@ -102,7 +102,15 @@ async def run(args: argparse.Namespace) -> None:
         "samples": [asdict(s) for s in samples],
     }
     (out / "listing.json").write_text(json.dumps(result, indent=1))
+    t = hostwatch.trend(samples, half)
+    result["second_half_trend"] = t
+    (out / "listing.json").write_text(json.dumps(result, indent=1))
     rss = [s.rss_mib for s in samples]
+    print(
+        f"second half, median of its first and last minute: {t['first_minute_median']:.1f} -> "
+        f"{t['last_minute_median']:.1f} MiB ({t['added_mib']:+.2f}); slope "
+        f"{t['slope_mib_per_10_min']:+.2f} MiB per 10 min"
+    )
     print(
         f"{counts['connected']} of {args.clients} connected, {counts['dropped']} dropped, "
         f"{counts['lists']} lists answered; host exit status {code}"

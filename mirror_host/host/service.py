@@ -24,7 +24,6 @@ from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import Config
 from mirror_host.files import write_atomic
-from mirror_host.host import memory
 from mirror_host.host.admin import bind_admin_socket, check_socket_path, serve_admin
 from mirror_host.host.admin_client import ADMIN_SOCKET, STATUS_FILE
 from mirror_host.host.hub import Hub
@@ -94,7 +93,6 @@ async def _run_holding_state_dir(
     pairing_window_seconds: float,
     task_status: trio.TaskStatus[Host],
 ) -> None:
-    memory.tune()  # before the threads and buffers it is about
     store = DeviceStore(state_dir)
     # In a worker thread: creating the store fsyncs, and this runs on the event loop.
     registry = await trio.to_thread.run_sync(store.load_or_create)
@@ -116,7 +114,6 @@ async def _run_holding_state_dir(
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(host.serve)
             nursery.start_soon(serve_admin, host, admin_listener)
-            nursery.start_soon(memory.return_freed_memory)
             # Handlers are in place before serve.json tells anyone we are up.
             await nursery.start(_stop_on_signal, host, nursery.cancel_scope)
             status = {
