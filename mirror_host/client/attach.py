@@ -170,6 +170,8 @@ async def obtain_credential(
             "(open a new pairing window on the host and try again)"
         ) from exc
     except PairingRefused as exc:
+        if exc.reason:  # the host said why (mirror-host: it could not save the device)
+            raise AttachError(f"{address} refused to pair this device: {exc.reason}") from exc
         raise AttachError(
             f"{address} accepted the code but refused to pair this device: its log says "
             "why (mirror-host: it could not save the device); fix that and pair again"

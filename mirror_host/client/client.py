@@ -25,6 +25,7 @@ from mirror_host.control import (
     Authenticated,
     Challenge,
     ControlMessage,
+    Failure,
     Pair,
     Paired,
     Ping,
@@ -94,8 +95,15 @@ class HostIdentityChanged(ClientClosed):
 
 
 class PairingRefused(ClientClosed):
-    """The code opened TLS, but the host closed the connection instead of sending ``paired``
-    (mirror-host does when it cannot save the device; its log says why)."""
+    """The code opened TLS, but the host closed the connection instead of sending ``paired``.
+
+    ``reason``: the host's ``failure`` before it closed, if it sent one (mirror-host
+    does when it cannot save the device: a full disk, a read-only state directory).
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class _CountingStream(trio.abc.Stream):
@@ -278,14 +286,19 @@ async def open_client(
     answer_pings: bool = True,
     context: ssl.SSLContext | None = None,
     handshake_timeout: float = 10.0,
+    local_address: str | None = None,
 ) -> AsyncIterator[MirrorClient]:
     """Connect with TLS-PSK and yield a client whose pings are answered.
 
+    ``local_address``: the source address to connect from (tests and benchmarks
+    use many of 127.0.0.0/8 to stand for many peers).
+
     Raises:
         ClientClosed: the TLS handshake failed.
+        trio.TooSlowError: it did not finish within ``handshake_timeout`` seconds.
     """
     context = context or client_context(identity, key)  # before the socket: it may raise
-    tcp = _CountingStream(await trio.open_tcp_stream(host, port))
+    tcp = _CountingStream(await trio.open_tcp_stream(host, port, local_address=local_address))
     stream: trio.SSLStream[trio.abc.Stream] = trio.SSLStream(tcp, context, server_hostname=None)
     try:
         with trio.fail_after(handshake_timeout):
@@ -323,7 +336,13 @@ async def open_client(
 
 
 async def pair_device(
-    host: str, port: int, code: str, name: str, *, expected_host_id: UUID | None = None
+    host: str,
+    port: int,
+    code: str,
+    name: str,
+    *,
+    expected_host_id: UUID | None = None,
+    local_address: str | None = None,
 ) -> Credential:
     """Pair as Prowl's clients do: identity ``pair``, proof over the challenge.
 
@@ -336,7 +355,9 @@ async def pair_device(
         PairingRefused: the code opened TLS but the host closed without ``paired``.
         ClientClosed: the host sent an inconsistent credential.
     """
-    async with open_client(host, port, PAIR_IDENTITY, code.encode()) as client:
+    async with open_client(
+        host, port, PAIR_IDENTITY, code.encode(), local_address=local_address
+    ) as client:
         try:
             challenge = await client.expect(Challenge)
             assert isinstance(challenge, Challenge)
@@ -344,12 +365,15 @@ async def pair_device(
                 raise HostIdentityChanged("host identity changed")
             proof = pair_proof(code, challenge.host_id, name, challenge.nonce)
             await client.send(Pair(name=name, proof=proof))
-            paired = await client.expect(Paired)
+            paired = await client.receive()
         except HostIdentityChanged:
             raise
         except ClientClosed as exc:
             raise PairingRefused("the host accepted the code but closed without pairing") from exc
-        assert isinstance(paired, Paired)
+        if isinstance(paired, Failure):
+            raise PairingRefused(f"the host refused the pairing: {paired.error}", paired.error)
+        if not isinstance(paired, Paired):
+            raise ClientClosed(f"the host answered `pair` with {paired!r}"[:200])
         if paired.host_id != challenge.host_id or len(paired.key) != 32:
             raise ClientClosed("the host sent an inconsistent credential")
         return Credential(paired.host_id, paired.device_id, paired.key)
@@ -357,16 +381,28 @@ async def pair_device(
 
 @asynccontextmanager
 async def login(
-    host: str, port: int, credential: Credential, *, answer_pings: bool = True
+    host: str,
+    port: int,
+    credential: Credential,
+    *,
+    answer_pings: bool = True,
+    handshake_timeout: float = 10.0,
+    local_address: str | None = None,
 ) -> AsyncIterator[MirrorClient]:
-    """Connect and authenticate; yield the logged-in client.
+    """Connect and authenticate; yield the logged-in client (see :func:`open_client`).
 
     Raises:
         HostIdentityChanged: the challenge names another host than the credential's.
         ClientClosed: the host refused the credential.
     """
     async with open_client(
-        host, port, credential.identity, credential.key, answer_pings=answer_pings
+        host,
+        port,
+        credential.identity,
+        credential.key,
+        answer_pings=answer_pings,
+        handshake_timeout=handshake_timeout,
+        local_address=local_address,
     ) as client:
         challenge = await client.expect(Challenge)
         assert isinstance(challenge, Challenge)

@@ -4,11 +4,12 @@ The session has already checked the envelope's lease rules (a targeted command
 carries the current lease; a subscribed connection sends only ``list``; one
 command in flight). This service adds the rest of Prowl's rules (host docs §8):
 
-* ``output`` must be ``json``; ``send`` goes to a backend that can run shell
-  command lines (:class:`ShellSender`) and advertises ``shell-send``, and is
-  refused otherwise (as Prowl's host refuses it); prompts are at
-  most 64 KiB; a targeted command names exactly the leased pane (a *different*
-  pane closes the connection);
+* ``output`` must be exactly ``json`` (anything else is refused with Prowl's
+  ``Command is not allowed.``, and the connection stays open, as in Prowl's
+  host); ``send`` goes to a backend that can run shell command lines
+  (:class:`ShellSender`) and advertises ``shell-send``, and is refused otherwise
+  (as Prowl's host refuses it); prompts are at most 64 KiB; a targeted command
+  names exactly the leased pane (a *different* pane closes the connection);
 * mutations are retained by request id (:mod:`mirror_host.commands.receipts`);
 * authorisation is checked when execution starts and again, by the backend,
   right before anything is written to a pane;
@@ -177,7 +178,9 @@ class CommandService(CommandHandler):
                 session.send_command_result(request_id, result)
 
         if request.request.output != "json":
-            reply(rejected(BAD_REQUEST))
+            # Prowl's host answers this and keeps the connection (its command
+            # service refuses before deduplication, so nothing is retained).
+            reply(rejected(NOT_ALLOWED))
             return
         if isinstance(command, ListCommand | ProfilesCommand):
             self._spawn(None, self._read_catalogue, command, reply)
@@ -327,6 +330,7 @@ class CommandService(CommandHandler):
         self, receipt: Receipt, session: Session, reply: Callable[[JSONValue], None]
     ) -> None:
         command = receipt.command
+        assert command is not None, "a new receipt keeps its command until it finishes"
         lease = session.lease
         subscription = lease.subscription_id if lease is not None else None
 

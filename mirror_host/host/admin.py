@@ -44,6 +44,7 @@ import trio
 from mirror_host.auth.devices import Device
 from mirror_host.control.fields import encode_struct
 from mirror_host.errors import MirrorHostError
+from mirror_host.host import accepting
 from mirror_host.host.pairing_ticket import PairingTicket
 from mirror_host.host.server import Host
 from mirror_host.streams import receive_or_eof, send_or_gone
@@ -184,15 +185,15 @@ async def serve_admin(host: Host, listener: trio.SocketListener) -> None:
     """Answer admin requests until cancelled."""
 
     async def handler(stream: trio.SocketStream) -> None:
-        # Trio closes the stream after us. Whatever goes wrong with one client
-        # closes its connection, never the host (serve_listeners would pass an
+        # The stream is closed after us. Whatever goes wrong with one client
+        # closes its connection, never the host (the accept loop would pass an
         # exception up to the host's nursery).
         try:
             await _serve_client(host, stream)
         except Exception as exc:
             _log_fault(None, exc)
 
-    await trio.serve_listeners(handler, [listener])
+    await accepting.serve([listener], handler, what="admin requests")
 
 
 async def _serve_client(host: Host, stream: trio.abc.Stream) -> None:

@@ -168,7 +168,7 @@ class DeviceBook:
             except StoreError as exc:
                 logger.error("%s pairing failed: %s", label, exc)
                 self._windows.settle(number, None)
-                session.close("the device store could not be written")
+                session.pairing_failed("the device store could not be written")
                 return None
             if _closed(session):
                 # Nobody will read `paired` (the peer went away, or the host is

@@ -30,7 +30,14 @@ from mirror_host.host.tls import (
 )
 from mirror_host.streams import send_or_gone
 
-__all__ = ["ALERT_SECONDS", "Handshake", "tls_handshake", "tls_reason", "tune_keepalive"]
+__all__ = [
+    "ALERT_SECONDS",
+    "Handshake",
+    "peer_at_fault",
+    "tls_handshake",
+    "tls_reason",
+    "tune_keepalive",
+]
 
 #: Sending the alert of a failed handshake; past it, TCP closes without it.
 ALERT_SECONDS = 1.0
@@ -40,15 +47,22 @@ ALERT_SECONDS = 1.0
 class Handshake:
     """How one handshake ended.
 
-    ``identity`` when it finished; ``failure`` (why, in words) when TLS refused it,
+    ``identity`` when it finished; ``failure`` (why, in words) when it did not,
     and then :meth:`send_alert` tells the peer; ``timed_out`` when the deadline
     passed first (not the peer's fault: not a failure).
+
+    ``peer_at_fault``: TLS refused what the peer sent (a wrong key, an unknown
+    identity, no TLS 1.2, garbage), which counts toward the address's lock-out.
+    A peer that only left (end of file or a reset mid-handshake, as a client
+    does that gave up while its connection waited in the accept queue of a host
+    short of descriptors) got nothing wrong, and is not counted.
     """
 
     stream: trio.SSLStream[trio.SocketStream]
     identity: str | None = None
     failure: str | None = None
     timed_out: bool = False
+    peer_at_fault: bool = False
     #: Where the stream's TLS object wrote what the peer has not been sent.
     outgoing: ssl.MemoryBIO | None = field(default=None, repr=False)
 
@@ -87,8 +101,22 @@ async def tls_handshake(
             return Handshake(stream, identity=negotiated_identity())
     except trio.BrokenResourceError as exc:
         reason = tls_reason(exc, attempted_identity())
-        return Handshake(stream, failure=reason, outgoing=outgoing)
+        return Handshake(
+            stream, failure=reason, peer_at_fault=peer_at_fault(exc), outgoing=outgoing
+        )
     return Handshake(stream, timed_out=True)
+
+
+def peer_at_fault(exc: BaseException) -> bool:
+    """Whether a handshake that broke with ``exc`` broke on something the peer sent
+    (OpenSSL refused it), not on the peer going away (see :class:`Handshake`)."""
+    cause = exc.__cause__
+    if not isinstance(cause, ssl.SSLError):
+        return False  # the transport broke under TLS: a reset, a closed socket
+    if isinstance(cause, ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLSyscallError):
+        return False  # the peer closed (with or without a word)
+    reason = str(getattr(cause, "reason", None) or cause).upper()
+    return "UNEXPECTED_EOF" not in reason
 
 
 def tls_reason(exc: BaseException, attempted: str | None) -> str:
@@ -100,6 +128,8 @@ def tls_reason(exc: BaseException, attempted: str | None) -> str:
     cause = exc.__cause__
     if cause is None:
         return "the client closed the connection during the handshake"
+    if isinstance(cause, OSError) and not isinstance(cause, ssl.SSLError):
+        return f"the connection broke during the handshake ({cause.strerror or cause})"
     reason = str(getattr(cause, "reason", None) or cause).upper().replace(" ", "_")
     if "PSK_IDENTITY_NOT_FOUND" in reason:
         if attempted == "pair":

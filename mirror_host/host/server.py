@@ -5,8 +5,13 @@ Accepting a connection (docs/security.md):
 1. an address with 12 failures in the last 60 s is dropped before TLS;
 2. at most 8 handshakes are pending; the oldest is dropped to make room, so a
    pile of silent sockets cannot lock a real client out;
-3. TLS must finish within 5 s (a timeout is not counted as a failure;
-   :mod:`mirror_host.host.handshake` runs it and says why one failed);
+3. TLS must finish within 5 s (:mod:`mirror_host.host.handshake` runs it and
+   says why one failed). Only what the peer got wrong counts toward its
+   address's lock-out (a wrong key or code, an unknown identity, no TLS 1.2,
+   garbage); never what the host could not serve: a handshake past its
+   deadline, one evicted by a newer one, one whose peer left (it may have given
+   up while its connection waited for an ``accept`` the host could not make:
+   :mod:`mirror_host.host.accepting`);
 4. at most 16 connections are established at once;
 5. a :class:`~mirror_host.session.connection.Session` then runs the protocol
    over a :class:`~mirror_host.host.connection.Connection`, and :class:`Host`
@@ -38,6 +43,7 @@ from mirror_host.auth.pairing import PAIR_IDENTITY
 from mirror_host.auth.window import WINDOW_SECONDS
 from mirror_host.config import Endpoint
 from mirror_host.errors import ListenError
+from mirror_host.host import accepting
 from mirror_host.host.addresses import unreachable_advertisement
 from mirror_host.host.connection import Connection, close_tls
 from mirror_host.host.device_book import DeviceBook
@@ -140,7 +146,7 @@ class Host:
                 logger.warning("%s", warning)
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.hub.run)  # before any connection can send it events
-                nursery.start_soon(trio.serve_listeners, self._handle_tcp, listeners)
+                nursery.start_soon(accepting.serve, listeners, self._handle_tcp)
                 nursery.start_soon(self.book.run)
                 task_status.started(self.bound)
         finally:
@@ -149,7 +155,7 @@ class Host:
             # under a deadline of its own, or the last lastSeen and "stopped" are lost.
             with trio.CancelScope(shield=True) as cleanup:
                 cleanup.deadline = trio.current_time() + STOP_SECONDS
-                # serve_listeners closes them too; this covers a failure before it ran.
+                # The accept loops close them too; this covers a failure before they ran.
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
                 await self._stop()
@@ -217,8 +223,18 @@ class Host:
             try:
                 handshake = await tls_handshake(stream, self.tls, seconds=HANDSHAKE_SECONDS)
                 if handshake.failure is not None:
-                    self.failures.record(peer_host, trio.current_time())
-                    logger.info("#%d %s TLS handshake failed: %s", number, peer, handshake.failure)
+                    # Only what the peer got wrong counts toward its lock-out; a peer
+                    # that left (it gave up while the host could not accept) did not.
+                    counted = "" if handshake.peer_at_fault else " (not counted: the peer left)"
+                    if handshake.peer_at_fault:
+                        self.failures.record(peer_host, trio.current_time())
+                    logger.info(
+                        "#%d %s TLS handshake failed: %s%s",
+                        number,
+                        peer,
+                        handshake.failure,
+                        counted,
+                    )
                     await handshake.send_alert()
                     return
             finally:

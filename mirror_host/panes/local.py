@@ -80,6 +80,8 @@ _REPLY_QUEUE = 256
 #: (up to the maximum) while they keep exiting within the stable time.
 RESPAWN_FIRST_SECONDS = 1.0
 RESPAWN_MAX_SECONDS = 60.0
+#: Panes open at once: ``create`` is refused past it (``CREATE_FAILED``).
+MAX_PANES = 64
 RESPAWN_STABLE_SECONDS = 10.0
 #: Said (once per time it happens) when the last pane exits without ``--local-respawn``.
 EMPTY_HINT = (
@@ -264,10 +266,15 @@ class LocalSource:
         """Start one more pane running ``argv`` (the ``create`` command); its id.
 
         Raises:
-            PaneSourceError: the source is not running, or the program cannot start.
+            PaneSourceError: the source is not running, :data:`MAX_PANES` are open,
+                or the program cannot start.
         """
         if self._nursery is None:
             raise PaneSourceError("the local source is not running")
+        if len(self._panes) >= MAX_PANES:
+            # Each pane is a process, a PTY and a screen with its scrollback: a
+            # phone's `create`s must not grow them without end.
+            raise PaneSourceError(f"{MAX_PANES} panes are open already; close one first")
         pane = self._spawn(label, argv, cwd=cwd)
         self._panes[pane.id] = pane
         self._nursery.start_soon(self._pump, pane)

@@ -54,7 +54,7 @@ from mirror_host.session.history import HistorySnapshot
 from mirror_host.session.lease import NO_FRAMES, FrameSchedule, Lease
 from mirror_host.session.link import Link
 from mirror_host.session.logged_in import PANE_BUSY, LoggedIn
-from mirror_host.session.login import Login
+from mirror_host.session.login import PAIRING_NOT_SAVED, Login
 from mirror_host.session.states import (
     CLIENT_TRANSITIONS,
     HOST_TRANSITIONS,
@@ -239,6 +239,13 @@ class Session:
         if self._decide(Decision.PAIRED):
             self._link.send(Paired(host_id=self.host_id, device_id=device_id, key=key))
             self._link.close("paired", flush=True)
+
+    def pairing_failed(self, reason: str) -> None:
+        """The new device could not be stored (``reason``, for the log): send the
+        ``failure`` the phone shows, then close. Not counted: the host failed."""
+        if self._decide(Decision.PAIRING_FAILED):
+            self._link.send(Failure(error=PAIRING_NOT_SAVED))
+            self._link.close(reason, flush=True)
 
     def reject(self, reason: str) -> None:
         """Authentication or pairing failed: close silently, count a failure."""

@@ -131,6 +131,9 @@ class HistoryDesk:
         self.capturing = False
         #: When the request the capture under way answers arrived (while capturing).
         self.asked_at: float | None = None
+        #: That request's ``offset``: its page of the new snapshot ends there, as
+        #: Prowl's host pages a new snapshot too (``None``: the newest page).
+        self._capture_offset: int | None = None
         #: Requests waiting behind the capture, each with when it arrived.
         self._waiting: deque[tuple[History, float]] = deque()
 
@@ -151,19 +154,22 @@ class HistoryDesk:
     def finish(self, snapshot: HistorySnapshot | None) -> list[HistoryPage]:
         """The capture under way is done: ``snapshot``, or ``None`` if it failed.
 
-        Returns the new snapshot's newest page, then the answers to the requests
-        that waited, in order, up to one that asks for yet another snapshot (the
-        desk is then capturing again). A failed capture's ``HISTORY_UNAVAILABLE``
-        is the caller's to send, before these.
+        Returns the new snapshot's page for the request that asked for it (the
+        newest page, or the one before its ``offset``), then the answers to the
+        requests that waited, in order, up to one that asks for yet another
+        snapshot (the desk is then capturing again). A failed capture's
+        ``HISTORY_UNAVAILABLE`` is the caller's to send, before these (its
+        request's ``offset`` is then never judged, as in Prowl's host).
 
         Raises:
-            ProtocolViolation: a waiting request is invalid once its turn comes.
+            ProtocolViolation: the request's ``offset`` is outside the new
+                snapshot, or a waiting request is invalid once its turn comes.
         """
         self.capturing = False
         pages: list[HistoryPage] = []
         if snapshot is not None:
             self.snapshot = snapshot
-            pages.append(self._page(snapshot, None))
+            pages.append(self._page(snapshot, self._capture_offset))
         while self._waiting and not self.capturing:
             answer = self._answer(*self._waiting.popleft())
             if isinstance(answer, HistoryPage):
@@ -174,6 +180,7 @@ class HistoryDesk:
         if message.history_id is None:
             self.capturing = True
             self.asked_at = arrived
+            self._capture_offset = message.offset
             return HistoryStep.CAPTURE
         snapshot = self.snapshot
         if snapshot is None or message.history_id != snapshot.id:

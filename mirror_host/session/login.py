@@ -20,7 +20,17 @@ from mirror_host.limits import AUTH_TIMEOUT_SECONDS
 from mirror_host.session.events import AuthenticateRequested, PairRequested
 from mirror_host.session.states import LoginMessage
 
-__all__ = ["Login"]
+__all__ = ["PAIRING_NOT_SAVED", "Login"]
+
+#: The ``failure`` a phone is sent when the host could not store its new device
+#: (a full disk, a read-only state directory). Prowl's host never refuses a
+#: pairing this way (its Keychain write throws before it answers), so these are
+#: mirror-host's words; Prowl's iPhone, Android and Mac apps show a ``failure``'s
+#: ``error`` that arrives before login as the reason the connection ended.
+PAIRING_NOT_SAVED = (
+    "Host could not save this device, so it is not paired. "
+    "Free disk space on Host or make its state directory writable, then pair again."
+)
 
 
 class Login:

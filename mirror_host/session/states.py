@@ -31,6 +31,7 @@ session ends by design. Nothing leaves it.
           |                              +--reject--> CLOSED
           +--pair--> PAIRING --paired--> CLOSED (after `paired`)
                         +--reject--> CLOSED
+                        +--pairing failed--> CLOSED (after `failure`: not saved)
     (the 5 s login deadline runs in AUTHENTICATING and VERIFYING)
 
     AUTHENTICATED --subscribe--> SUBSCRIBING --grant--> SUBSCRIBED --ended--> CLOSED
@@ -159,6 +160,9 @@ class Decision(enum.Enum):
     ACCEPT = "accept_authentication"
     REJECT = "reject"
     PAIRED = "send_paired"
+    #: The host could not store the new device: ``failure`` (which Prowl's apps
+    #: show), then the close; the host's fault, so no failure is counted.
+    PAIRING_FAILED = "pairing_failed"
     GRANT = "grant_lease"
     PANE_BUSY = "send_pane_busy"
     SUBSCRIBE_FAILED = "subscribe_failed"
@@ -173,7 +177,11 @@ class Decision(enum.Enum):
 #: ``revoke`` are allowed everywhere and lead to ``CLOSED`` (Rule 2's exception).
 HOST_TRANSITIONS: Final[Mapping[Phase, Mapping[Decision, Phase]]] = {
     Phase.VERIFYING: {Decision.ACCEPT: Phase.AUTHENTICATED, Decision.REJECT: Phase.CLOSED},
-    Phase.PAIRING: {Decision.PAIRED: Phase.CLOSED, Decision.REJECT: Phase.CLOSED},
+    Phase.PAIRING: {
+        Decision.PAIRED: Phase.CLOSED,
+        Decision.REJECT: Phase.CLOSED,
+        Decision.PAIRING_FAILED: Phase.CLOSED,
+    },
     Phase.AUTHENTICATED: {Decision.HOST_STOPPED: Phase.CLOSED},
     Phase.SUBSCRIBING: {
         Decision.GRANT: Phase.SUBSCRIBED,

@@ -26,7 +26,10 @@ context class. Anything else is :class:`TLSUnsupported` with one message.
 
 The server context also refuses renegotiation (``OP_NO_RENEGOTIATION``, where
 the ssl module has it): Prowl's clients never renegotiate, and a peer that asks
-gets an alert instead of another handshake through the PSK callback.
+gets an alert instead of another handshake through the PSK callback. It issues
+no session tickets and keeps no session cache (where this Python's
+``SSLContext`` layout is known: 3.11 to 3.13), so every connection makes a full
+handshake through the PSK callback and nothing of a closed one stays behind.
 """
 
 from __future__ import annotations
@@ -105,6 +108,12 @@ def server_context(
     context.options |= ssl.OP_NO_TICKET | ssl.OP_NO_COMPRESSION | _NO_RENEGOTIATION
     context.verify_mode = ssl.CERT_NONE
     set_server_psk(context, callback)
+    try:
+        # No Prowl client resumes a session, and OpenSSL would otherwise keep
+        # thousands of them for peers that are gone (psk_ctypes, 4).
+        psk_ctypes.disable_session_cache(context)
+    except TLSUnsupported as exc:
+        logger.debug("the TLS session cache stays on: %s", exc)
     return context
 
 

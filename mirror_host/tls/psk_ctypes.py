@@ -31,6 +31,14 @@ Python code sees the calling task's ``contextvars`` (the host relies on this to
 bind the PSK identity to its connection; ``tests/integration/test_tls.py``).
 Key bytes are copied into OpenSSL's buffer and never logged.
 
+4. **The session cache**, on every Python whose ``PySSLContext`` layout is known
+   (3.11, 3.12 and 3.13: :func:`disable_session_cache`). OpenSSL keeps every
+   server session whose connection ended with our ``close_notify`` for 300 s,
+   up to 20,480 of them (about 1.2 KiB each), though no Prowl client resumes a
+   session, and a resumed one would skip the PSK callback that binds a
+   connection to its identity. The host turns the cache off
+   (``SSL_SESS_CACHE_OFF``); the standard library has no call for it.
+
 Nothing may escape a callback into OpenSSL, not even ``KeyboardInterrupt``: a
 callback that raises leaves ctypes no return value to hand back, and OpenSSL
 would read whatever is on the stack as the PSK's length. Every callback
@@ -48,7 +56,13 @@ from typing import Any
 
 from mirror_host.errors import TLSUnsupported
 
-__all__ = ["ClientCallback", "ServerCallback", "install_client_callback", "install_server_callback"]
+__all__ = [
+    "ClientCallback",
+    "ServerCallback",
+    "disable_session_cache",
+    "install_client_callback",
+    "install_server_callback",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +71,13 @@ ServerCallback = Callable[[str | None], bytes]
 #: server's identity hint → (identity, key), as ``SSLContext.set_psk_client_callback``.
 ClientCallback = Callable[[str | None], tuple[str | None, bytes]]
 
-#: CPython versions whose ``PySSLContext`` layout this module knows.
+#: CPython versions whose PSK callbacks come through this module.
 SUPPORTED_PYTHONS = ((3, 11), (3, 12))
+
+# SSL_CTX_ctrl commands and the cache mode (OpenSSL's ssl.h)
+_SSL_CTRL_SET_SESS_CACHE_MODE = 44
+_SSL_CTRL_GET_SESS_CACHE_MODE = 45
+_SSL_SESS_CACHE_OFF = 0
 
 # unsigned int (*)(SSL *ssl, const char *identity, unsigned char *psk, unsigned int max_psk_len)
 _SERVER_CB = ctypes.CFUNCTYPE(
@@ -101,6 +120,24 @@ class _PySSLContext(ctypes.Structure):
     ]
 
 
+class _PySSLContext313(ctypes.Structure):
+    """CPython 3.13's ``PySSLContext``: 3.11/3.12's, then its PSK callbacks."""
+
+    _fields_ = [
+        *_PySSLContext._fields_,
+        ("psk_client_callback", ctypes.c_void_p),
+        ("psk_server_callback", ctypes.c_void_p),
+    ]
+
+
+#: The ``PySSLContext`` of each CPython version whose layout is known here.
+_LAYOUTS: dict[tuple[int, int], type[ctypes.Structure]] = {
+    (3, 11): _PySSLContext,
+    (3, 12): _PySSLContext,
+    (3, 13): _PySSLContext313,
+}
+
+
 class _LibSSL:
     """The OpenSSL functions this module calls, from the library ``_ssl`` uses."""
 
@@ -118,6 +155,9 @@ class _LibSSL:
         self.get_options = library.SSL_CTX_get_options
         self.get_options.argtypes = [ctypes.c_void_p]
         self.get_options.restype = ctypes.c_uint64
+        self.ctrl = library.SSL_CTX_ctrl
+        self.ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+        self.ctrl.restype = ctypes.c_long
         version = library.OpenSSL_version_num
         version.argtypes = []
         version.restype = ctypes.c_ulong
@@ -145,15 +185,24 @@ def _load() -> _LibSSL:
         TLSUnsupported: this interpreter is not one whose layout is known, or its
             OpenSSL's PSK functions cannot be reached.
     """
-    global _libssl
-    if _libssl is not None:
-        return _libssl
     version = sys.version_info[:2]
     if sys.implementation.name != "cpython" or version not in SUPPORTED_PYTHONS:
         raise TLSUnsupported(
             f"TLS-PSK through ctypes is for CPython 3.11 and 3.12, not "
             f"{sys.implementation.name} {version[0]}.{version[1]}"
         )
+    return _library()
+
+
+def _library() -> _LibSSL:
+    """The OpenSSL ``_ssl`` runs on, whatever the Python (see :func:`_load`).
+
+    Raises:
+        TLSUnsupported: its OpenSSL's functions cannot be reached.
+    """
+    global _libssl
+    if _libssl is not None:
+        return _libssl
     tried: list[str] = []
     for where, opener in _library_candidates():
         try:
@@ -181,9 +230,12 @@ def _ctx_pointer(context: ssl.SSLContext, libssl: _LibSSL) -> int:
     import _ssl
 
     base: Any = _ssl._SSLContext
-    if not isinstance(context, base) or base.__basicsize__ != ctypes.sizeof(_PySSLContext):
-        raise TLSUnsupported("this Python's SSLContext has not the layout of CPython 3.11/3.12")
-    pointer: int | None = _PySSLContext.from_address(id(context)).ctx
+    layout = _LAYOUTS.get(sys.version_info[:2]) if sys.implementation.name == "cpython" else None
+    if layout is None or not isinstance(context, base):
+        raise TLSUnsupported("this Python's SSLContext has no layout this module knows")
+    if base.__basicsize__ != ctypes.sizeof(layout):
+        raise TLSUnsupported("this Python's SSLContext has not the layout of its version")
+    pointer: int | None = layout.from_address(id(context)).ctx
     if not pointer or pointer % ctypes.alignment(ctypes.c_void_p):
         raise TLSUnsupported("this Python's SSLContext holds no OpenSSL context where expected")
     if libssl.get_options(pointer) != int(context.options):
@@ -191,6 +243,20 @@ def _ctx_pointer(context: ssl.SSLContext, libssl: _LibSSL) -> int:
             "the OpenSSL context found in this Python's SSLContext is not the one it uses"
         )
     return pointer
+
+
+def disable_session_cache(context: ssl.SSLContext) -> None:
+    """Turn ``context``'s server session cache off (module docstring, 4).
+
+    Raises:
+        TLSUnsupported: this Python's ``SSLContext`` layout is not known here, or
+            OpenSSL cannot be reached or would not take it.
+    """
+    libssl = _library()
+    pointer = _ctx_pointer(context, libssl)
+    libssl.ctrl(pointer, _SSL_CTRL_SET_SESS_CACHE_MODE, _SSL_SESS_CACHE_OFF, None)
+    if libssl.ctrl(pointer, _SSL_CTRL_GET_SESS_CACHE_MODE, 0, None) != _SSL_SESS_CACHE_OFF:
+        raise TLSUnsupported("OpenSSL kept the session cache on")
 
 
 def _register(

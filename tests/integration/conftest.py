@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from mirror_host.client.client import Credential, pair_device
+from mirror_host.commands.handler import CommandHandler
 from mirror_host.config import (
     Config,
     Endpoint,
@@ -69,6 +70,7 @@ async def running_host(
     *,
     window_seconds: float = 60.0,
     log_packets: bool = False,
+    commands: CommandHandler | None = None,
 ) -> AsyncIterator[Host]:
     """Run a host in this test's task tree; stop it (and its PTYs) on exit."""
     source = source or LocalSource(["cat"], columns=80, rows=24)
@@ -78,6 +80,7 @@ async def running_host(
                 lambda task_status: run_host(
                     host_config(state_dir, log_packets=log_packets),
                     source,
+                    commands=commands,
                     pairing_window_seconds=window_seconds,
                     task_status=task_status,
                 )

@@ -412,3 +412,34 @@ def test_the_check_runs_with_the_hosts_own_context_class(monkeypatch: pytest.Mon
 def test_the_server_context_refuses_renegotiation() -> None:
     context = build_server_context().context
     assert context.options & ssl.OP_NO_RENEGOTIATION
+
+
+def test_the_server_keeps_no_session_of_a_closed_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # OpenSSL would keep each for 300 s (up to 20,480, ~1.2 KiB each): a table any
+    # peer grows by connecting. No Prowl client resumes a session.
+    if psk_ctypes._LAYOUTS.get(sys.version_info[:2]) is None:
+        pytest.skip("this Python's SSLContext layout is not known: the cache stays on")
+    identity_key = secrets.token_bytes(32)
+    server = build_server_context()
+    server.set_table(PskTable(MappingProxyType({"DEVICE": identity_key})))
+
+    def handshakes(ctx: ssl.SSLContext) -> int:
+        client_ctx = client_context("DEVICE", identity_key)
+        for _ in range(20):
+            obj, _client = memory_handshake(ctx, client_ctx)
+            try:
+                obj.unwrap()  # close_notify, as the host ends a connection: a "good" session
+            except ssl.SSLWantReadError:
+                pass  # the peer never answers it, as a phone that left
+            del obj, _client
+        gc.collect()
+        return int(ctx.session_stats()["number"])
+
+    assert handshakes(server.context) == 0
+    # Without it, the same connections stay cached: the check above can fail.
+    monkeypatch.setattr(psk_ctypes, "disable_session_cache", lambda _context: None)
+    keeping = build_server_context()
+    keeping.set_table(PskTable(MappingProxyType({"DEVICE": identity_key})))
+    assert handshakes(keeping.context) == 20

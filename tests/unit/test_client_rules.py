@@ -30,6 +30,7 @@ from mirror_host.commands.launch import AgentPaneCommands
 from mirror_host.commands.service import CommandService
 from mirror_host.control.swiftjson import dump_json
 from mirror_host.session import connection as connection_module
+from mirror_host.session.login import PAIRING_NOT_SAVED
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.memory_source import MemorySource
 from tests.strategies import message_of
@@ -195,6 +196,11 @@ def test_every_page_carries_the_same_total_and_captured_at_bytes() -> None:
 #: Failures an app survives (prowl-clients.md, "Ending and reconnecting"); any other
 #: makes it close, and Android then reconnects, so a device kept off gets `ended`.
 RECOVERABLE = ("PANE_BUSY", "HISTORY_UNAVAILABLE", "SCROLL_")
+#: The one failure meant to end the connection: a pairing the host could not save
+#: (issue 29). Every app shows a pre-login failure's error as the reason; Android
+#: retries only with a saved credential, which a pairing phone has not, so nothing
+#: reconnects. Sent only on a pairing connection (tests/unit/test_device_book.py).
+SHOWN_THEN_CLOSED = (PAIRING_NOT_SAVED,)
 
 
 def test_the_session_sends_only_failures_the_apps_recover_from() -> None:
@@ -220,7 +226,10 @@ def test_the_session_sends_only_failures_the_apps_recover_from() -> None:
                     errors.extend(getattr(module, ast.unparse(picked[error.id])).values())
                 else:
                     errors.append(getattr(module, error.id))
-    assert errors and all(e.startswith(RECOVERABLE) for e in errors), errors
+    assert errors and all(e.startswith(RECOVERABLE) or e in SHOWN_THEN_CLOSED for e in errors), (
+        errors
+    )
+    assert PAIRING_NOT_SAVED in errors  # the scan above sees the session's failures
     # And ending a lease is `ended`, the last word.
     session, _ = subscribed()
     session.send_ended(c.EndReason.TAKEN_OVER)

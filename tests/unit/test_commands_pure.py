@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 
 from mirror_host import control as c
-from mirror_host.commands.receipts import Admission, ReceiptBook
+from mirror_host.commands.receipts import MAX_RECEIPTS, Admission, ReceiptBook
 from mirror_host.commands.responses import (
     REQUEST_LIMIT,
     cli_error,
@@ -31,6 +32,31 @@ def test_receipts_dedupe_refuse_reuse_and_cap() -> None:
     ReceiptBook.finish(receipt, {"ok": True})
     ReceiptBook.finish(receipt, {"ok": False})  # only the first result counts
     assert receipt.result == {"ok": True}
+
+
+def test_a_finished_receipt_keeps_its_fingerprint_not_its_prompt() -> None:
+    # 1024 receipts of 64 KiB prompts would otherwise hold 64 MiB for the host's life.
+    book = ReceiptBook()
+    pane = uuid.uuid4()
+    prompt = "p" * 65536
+    ids = [uuid.uuid4() for _ in range(MAX_RECEIPTS)]
+    for request_id in ids:
+        command = c.AgentsInputCommand(pane=str(pane), prompt=prompt + str(request_id))
+        admission, receipt = book.admit(request_id, command, pane)
+        assert admission is Admission.NEW and receipt is not None
+        assert receipt.command is command  # kept while it runs
+        ReceiptBook.finish(receipt, {"ok": True})
+        assert receipt.command is None and len(receipt.fingerprint) == 32
+    held = sum(sys.getsizeof(r.command) for r in map(book.get, ids) if r is not None)
+    assert held <= MAX_RECEIPTS * sys.getsizeof(None)
+    first = ids[0]
+    same = c.AgentsInputCommand(pane=str(pane), prompt=prompt + str(first))
+    assert book.admit(first, same, pane)[0] is Admission.DUPLICATE
+    assert book.admit(first, same, uuid.uuid4())[0] is Admission.REUSED  # another pane
+    changed = c.AgentsInputCommand(pane=str(pane), prompt=prompt + "!")
+    assert book.admit(first, changed, pane)[0] is Admission.REUSED
+    assert book.admit(uuid.uuid4(), same, pane) == (Admission.FULL, None)  # bounded
+    assert len(book) == MAX_RECEIPTS
 
 
 def test_envelopes() -> None:

@@ -28,7 +28,8 @@ from mirror_host.host.device_book import LAST_SEEN_FLUSH_SECONDS, DeviceBook
 from mirror_host.host.store import DeviceStore
 from mirror_host.host.tls import PskTable
 from mirror_host.session.connection import Session
-from mirror_host.session.events import AuthenticateRequested, PairRequested
+from mirror_host.session.events import AuthenticateRequested, ConnectionClosed, PairRequested
+from mirror_host.session.login import PAIRING_NOT_SAVED
 from mirror_host.wire import ControlPacket, PacketDecoder, encode_packet
 from tests.fakes.disk_faults import failing_directory_fsync
 from tests.fakes.held_store import HeldStore
@@ -280,7 +281,11 @@ async def test_a_pairing_the_store_refuses_changes_nothing(tmp_path: Path) -> No
     before = book.book.registry
     book.store.fail = True
     assert await book.pair(session, pair) is None
-    assert session.is_closed and _sent(session) == []
+    # The phone is told why (Prowl's apps show a `failure` before login), and the
+    # close is the host's fault: nothing counts toward the address's lock-out.
+    assert session.is_closed and _sent(session) == [c.Failure(error=PAIRING_NOT_SAVED)]
+    closed = [e for e in iter(session.next_event, None) if isinstance(e, ConnectionClosed)]
+    assert [e.is_failure for e in closed] == [False]
     assert book.book.registry == before
     assert book.book.window_state(1) == {"state": "failed"}
     book.store.fail = False

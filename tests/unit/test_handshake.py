@@ -8,7 +8,9 @@ way (then there is no BIO to read, and the peer sees a bare end of file).
 
 from __future__ import annotations
 
+import socket
 import ssl
+import struct
 
 import pytest
 import trio
@@ -73,6 +75,7 @@ async def _handshake_pair(
 async def test_an_unknown_identity_gets_the_alert_not_a_bare_eof() -> None:
     ended, raised = await _handshake_pair("NOBODY", b"x" * 32)
     assert ended is not None and ended.failure == "unknown or revoked device"
+    assert ended.peer_at_fault  # counts toward the address's lock-out
     assert raised is not None and "ALERT" in str(raised).upper()
 
 
@@ -80,6 +83,7 @@ async def test_a_wrong_key_gets_the_alert_too() -> None:
     ended, raised = await _handshake_pair("KNOWN", b"x" * 32)
     assert ended is not None and ended.failure is not None
     assert ended.failure.startswith("wrong key for a paired device")
+    assert ended.peer_at_fault
     assert raised is not None and "ALERT" in str(raised).upper()
 
 
@@ -87,3 +91,48 @@ async def test_the_right_key_binds_the_identity() -> None:
     ended, raised = await _handshake_pair("KNOWN", b"k" * 32)
     assert ended is not None and ended.failure is None and not ended.timed_out
     assert ended.identity == "KNOWN" and raised is None
+
+
+async def _handshake_with_raw_peer(send: bytes, *, reset: bool) -> Handshake:
+    """How the host's handshake ends when the peer sends ``send`` and then closes
+    (with a TCP reset when ``reset``) without waiting for an answer."""
+    tls = build_server_context()
+    a, b = socket.socketpair()
+    server_side = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    if send:
+        b.sendall(send)
+    if reset:
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    b.close()
+    try:
+        return await tls_handshake(server_side, tls, seconds=5)
+    finally:
+        await trio.aclose_forcefully(server_side)
+
+
+#: The start of a TLS 1.2 ClientHello record, cut short.
+PARTIAL_HELLO = b"\x16\x03\x01\x00\x50\x01\x00\x00\x4c\x03\x03"
+
+
+@pytest.mark.parametrize(
+    ("send", "reset"),
+    [(b"", False), (PARTIAL_HELLO, False), (PARTIAL_HELLO, True)],
+    ids=["closed-at-once", "closed-mid-hello", "reset-mid-hello"],
+)
+async def test_a_peer_that_leaves_mid_handshake_is_not_at_fault(send: bytes, reset: bool) -> None:
+    # What a client that gave up in the accept queue of a host short of descriptors
+    # looks like once it is accepted: it got nothing wrong, so nothing is counted.
+    ended = await _handshake_with_raw_peer(send, reset=reset)
+    assert ended.failure is not None and not ended.timed_out
+    assert not ended.peer_at_fault
+
+
+@pytest.mark.parametrize(
+    "send",
+    [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x00" * 64, b"\x16\x03\x01\x00\x05hello"],
+    ids=["http", "zeros", "bad-record"],
+)
+async def test_garbage_instead_of_tls_is_the_peers_fault(send: bytes) -> None:
+    ended = await _handshake_with_raw_peer(send, reset=False)
+    assert ended.failure is not None
+    assert ended.peer_at_fault

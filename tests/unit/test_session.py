@@ -659,12 +659,58 @@ def test_history_pages_are_contiguous_and_fixed() -> None:
     assert outgoing(session)[0].lines == ()
 
 
-@pytest.mark.parametrize("offset", [-1, 452])
+#: Offsets outside 0 … count that Prowl's host closes on (prowl-host.md §7): one
+#: below, one above, and numbers far past any snapshot (2 MiB holds ~2^21 lines).
+BAD_OFFSETS = [-1, 452, 10**6, 2**62]
+
+
+@pytest.mark.parametrize("offset", BAD_OFFSETS)
 def test_history_offset_out_of_range_closes(offset: int) -> None:
     session, sub, hid = history_session(451)
     outgoing(session)
     session.receive_data(packet(c.History(history_id=hid, offset=offset, subscription_id=sub)), 1.1)
-    assert session.is_closed
+    closed = closed_reason(session)
+    assert "outside 0 … 451" in closed.reason
+    assert not closed.is_failure  # logged in: nothing toward the address's lock-out
+    assert outgoing(session) == []  # silent: nothing but the close
+
+
+@pytest.mark.parametrize("offset", BAD_OFFSETS)
+def test_a_new_snapshot_with_an_offset_outside_it_closes_once_captured(offset: int) -> None:
+    """Prowl's host pages a new snapshot at the request's offset too, so an
+    offset outside it closes, silently, after the capture (not the newest page)."""
+    session, sub = subscribed()
+    session.receive_data(packet(c.History(offset=offset, subscription_id=sub)), 1.0)
+    assert events(session) == [HistoryRequested(sub, PANE)]
+    assert not session.is_closed  # judged against the snapshot, once there is one
+    lines = "\n".join(str(i) for i in range(451))
+    session.history_captured(uuid.uuid4(), lines, truncated=False, captured_at=1.5)
+    closed = closed_reason(session)
+    assert "outside 0 … 451" in closed.reason
+    assert not closed.is_failure
+    assert outgoing(session) == []
+
+
+def test_a_new_snapshot_with_an_offset_inside_it_answers_that_page() -> None:
+    session, sub = subscribed()
+    session.receive_data(packet(c.History(offset=51, subscription_id=sub)), 1.0)
+    events(session)
+    lines = "\n".join(str(i) for i in range(451))
+    session.history_captured(uuid.uuid4(), lines, truncated=False, captured_at=1.5)
+    (page,) = outgoing(session)
+    assert (page.offset, page.lines[0], page.lines[-1], page.total) == (0, "0", "50", 451)
+    assert not session.is_closed
+
+
+@pytest.mark.parametrize("offset", BAD_OFFSETS)
+def test_a_new_snapshot_that_cannot_be_captured_ignores_its_offset(offset: int) -> None:
+    """As in Prowl's host: the capture failed, so the offset is never judged."""
+    session, sub = subscribed()
+    session.receive_data(packet(c.History(offset=offset, subscription_id=sub)), 1.0)
+    events(session)
+    session.history_unavailable()
+    assert outgoing(session) == [c.Failure(error=HISTORY_UNAVAILABLE, subscription_id=sub)]
+    assert not session.is_closed
 
 
 def test_history_foreign_id_closes_and_unavailable_is_gentle() -> None:

@@ -24,6 +24,7 @@ from mirror_host.client.conformance.probe import (
     Conn,
     Context,
     Frame,
+    device,
     fail,
     frame_text,
     new_id,
@@ -50,6 +51,7 @@ from mirror_host.control import (
     History,
     HistoryPage,
     Input,
+    ListCommand,
     Representation,
     Scroll,
     ScrollDirection,
@@ -61,7 +63,9 @@ from mirror_host.wire import TextFramePacket
 __all__ = [
     "COMMAND_CAPABILITIES",
     "check_commands_send_refused",
+    "check_commands_output_json",
     "check_history_invalid",
+    "check_history_offset_range",
     "check_history_pages",
     "check_input_coalesce",
     "check_input_echo",
@@ -83,6 +87,13 @@ SEND_REFUSED = (
     "Host cannot verify an empty shell command line. "
     "Use an Agent Profile or control the shell on Host."
 )
+#: What Prowl's command service answers a request whose ``output`` is not ``json``.
+OUTPUT_REFUSED = "Command is not allowed."
+#: ``output`` values that are not exactly ``json``: Prowl compares the string as it is.
+BAD_OUTPUTS = ("text", "", "JSON", "j" * 4096)
+#: Offsets outside 0 … total: below it, and far past any snapshot (2 MiB of history
+#: holds about 2^21 lines).
+BAD_OFFSETS = (-1, 2**62, 10**6)
 #: Echo commands typed (with --allow-input) when a pane's history fits one page.
 HISTORY_ECHOES = 110
 #: How long a repeated scroll has to show that it was applied again.
@@ -400,6 +411,34 @@ async def check_history_invalid(ctx: Context) -> str:
     return "both closed the connection"
 
 
+async def check_history_offset_range(ctx: Context) -> str:
+    """A ``history`` offset outside 0 … total (−1, 2^62, 10^6) closes the connection
+    silently, as Prowl's host does: asked as a page of the snapshot, and asked with a
+    new snapshot (Prowl's host pages a new snapshot at the request's offset too)."""
+    ctx.needs("history")
+    for offset in BAD_OFFSETS:
+        async with subscribed(ctx, f"page at {offset}") as conn:
+            page = await _first_page(conn)
+            await conn.send(
+                History(history_id=page.history_id, offset=offset, subscription_id=conn.lease)
+            )
+            await conn.expect_closed(f"`history` at offset {offset} of {page.total}")
+        async with subscribed(ctx, f"new snapshot at {offset}") as conn:
+            await _first_page(conn)
+            await conn.send(History(offset=offset, subscription_id=conn.lease))
+            try:
+                await conn.expect_closed(f"a new `history` snapshot asked at offset {offset}")
+            except CheckFailed:
+                refusal = conn.unexpected
+                if isinstance(refusal, Failure) and refusal.error.startswith(
+                    HISTORY_UNAVAILABLE_PREFIX
+                ):  # the capture failed this time: the offset was never judged
+                    raise CheckSkipped(f"the host answered {refusal.error!r}") from None
+                raise
+    offsets = ", ".join(str(offset) for offset in BAD_OFFSETS)
+    return f"offsets {offsets}: each closed the connection, as a page and as a new snapshot"
+
+
 # ---------------------------------------------------------------- commands
 
 
@@ -449,6 +488,38 @@ async def check_commands_send_refused(ctx: Context) -> str:
     if not isinstance(body, dict) or {k: body.get(k) for k in expected} != expected:
         fail(f"`send` was answered {body!r}, not the refusal {expected!r}"[:400])
     return "refused: REMOTE_COMMAND_REJECTED with the exact message"
+
+
+async def check_commands_output_json(ctx: Context) -> str:
+    """A ``command`` whose ``output`` is not exactly ``json`` ("text", "", "JSON", 4,096
+    characters) is answered ``REMOTE_COMMAND_REJECTED`` "Command is not allowed." and the
+    connection stays open, as Prowl's host does (its ``output`` is a plain string, so
+    any value decodes; its command service refuses the others)."""
+    if not any(c in ctx.capabilities for c in COMMAND_CAPABILITIES):
+        raise CheckSkipped("the host advertises no command service")
+    expected = {
+        "ok": False,
+        "command": "remote",
+        "schema_version": "prowl.remote.command.v1",
+        "error": {"code": "REMOTE_COMMAND_REJECTED", "message": OUTPUT_REFUSED},
+    }
+    async with device(ctx, "commands") as conn:
+        for output in BAD_OUTPUTS:
+            shown = repr(output) if len(output) < 10 else f"{len(output)} characters"
+            request_id = new_id()
+            envelope = CommandEnvelope(output=output, command=ListCommand())
+            await conn.send(
+                Command(command_request=CommandRequest(request_id=request_id, request=envelope))
+            )
+            what = f"`commandResult` for output {shown}"
+            result = await conn.expect(CommandResult, what, timeout=2 * ctx.wait)
+            response = result.command_response
+            if response.request_id != request_id:
+                fail(f"{what} names request {response.request_id}, not {request_id}")
+            if response.response != expected:
+                fail(f"output {shown} was answered {response.response!r}, not {expected!r}"[:400])
+            await conn.stays_open(f"after output {shown}")
+    return 'each refused with "Command is not allowed."; the connection stayed open'
 
 
 # ---------------------------------------------------------------- input

@@ -33,6 +33,7 @@ from mirror_host.client.conformance.probe import (
 from mirror_host.control import (
     Authenticate,
     Authenticated,
+    Failure,
     ListPanes,
     Pair,
     Paired,
@@ -88,7 +89,9 @@ async def check_pair_enroll(ctx: Context) -> str:
             proof = pair_proof(normalized, challenge.host_id, name, challenge.nonce)
             await conn.send(Pair(name=name, proof=proof))
             try:
-                paired = await conn.expect(Paired, "`paired`", ack=False, timeout=2 * ctx.wait)
+                answer = await conn.expect_one(
+                    (Paired, Failure), "`paired`", ack=False, timeout=2 * ctx.wait
+                )
             except CheckFailed as exc:
                 if conn.closed and not client.decode_error:
                     fail(
@@ -97,6 +100,10 @@ async def check_pair_enroll(ctx: Context) -> str:
                         "it could not save the device)"
                     )
                 raise exc
+            if isinstance(answer, Failure):  # mirror-host, when it cannot save the device
+                fail(f"the host accepted the code but refused to pair: {answer.error!r}")
+            assert isinstance(answer, Paired)
+            paired = answer
             if paired.host_id != challenge.host_id:
                 fail(f"`paired` names host {paired.host_id}, the challenge {challenge.host_id}")
             if len(paired.key) != 32:
