@@ -4,9 +4,9 @@ The session has already checked the envelope's lease rules (a targeted command
 carries the current lease; a subscribed connection sends only ``list``; one
 command in flight). This service adds the rest of Prowl's rules (host docs §8):
 
-* ``output`` must be exactly ``json`` (anything else is refused with Prowl's
-  ``Command is not allowed.``, and the connection stays open, as in Prowl's
-  host); ``send`` goes to a backend that can run shell command lines
+* ``output`` is exactly ``json`` (the decoder refuses anything else, which
+  closes the connection, as every command outside the allowlist does);
+* ``send`` goes to a backend that can run shell command lines
   (:class:`ShellSender`) and advertises ``shell-send``, and is refused otherwise
   (as Prowl's host refuses it); prompts are at most 64 KiB; a targeted command
   names exactly the leased pane (a *different* pane closes the connection);
@@ -177,11 +177,6 @@ class CommandService(CommandHandler):
             if not session.is_closed:
                 session.send_command_result(request_id, result)
 
-        if request.request.output != "json":
-            # Prowl's host answers this and keeps the connection (its command
-            # service refuses before deduplication, so nothing is retained).
-            reply(rejected(NOT_ALLOWED))
-            return
         if isinstance(command, ListCommand | ProfilesCommand):
             self._spawn(None, self._read_catalogue, command, reply)
             return

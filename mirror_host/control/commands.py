@@ -239,11 +239,29 @@ def _encode_command(command: RemoteCommand) -> JSONValue:
 _COMMAND: Codec[RemoteCommand] = Codec("Command", _decode_command, _encode_command)
 
 
+#: The one output format a remote command may ask for.
+JSON_OUTPUT = "json"
+
+
+def _decode_output(value: JSONValue, path: str) -> str:
+    # The remote scope allows JSON output only; anything else is outside the
+    # allowlist and fails to decode, so the connection closes (prowl-host.md §8).
+    output = STRING.decode(value, path)
+    if output != JSON_OUTPUT:
+        raise MalformedControlMessage(f"{path}: only {JSON_OUTPUT!r} output is allowed")
+    return output
+
+
+#: ``request.output``: exactly ``json``. Encoding passes anything, so that a
+#: conformance client can send what a faulty client would.
+_OUTPUT: Codec[str] = Codec("Output", _decode_output, STRING.encode)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandEnvelope:
     """``request``: the output format (always ``json``) and the command."""
 
-    output: str = wire_field("output", STRING)
+    output: str = wire_field("output", _OUTPUT)
     command: RemoteCommand = wire_field("command", _COMMAND)
 
 

@@ -43,6 +43,8 @@ from mirror_host.control import (
     Subscribe,
     encode_control,
 )
+from mirror_host.control import commands as commands_codec
+from mirror_host.control.fields import STRING
 from mirror_host.errors import PaneSourceError
 from mirror_host.host import device_book as device_book_module
 from mirror_host.host import history as history_module
@@ -295,18 +297,8 @@ def _new_snapshot_offset_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _any_output_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A command runs whatever its ``output`` says."""
-    original = CommandService.handle
-
-    def handle(self: CommandService, session: Session, event: Any) -> None:
-        request = event.message.command_request
-        envelope = dataclasses.replace(request.request, output="json")
-        command = dataclasses.replace(
-            event.message, command_request=dataclasses.replace(request, request=envelope)
-        )
-        original(self, session, dataclasses.replace(event, message=command))
-
-    monkeypatch.setattr(CommandService, "handle", handle)
+    """A command decodes (and runs) whatever its ``output`` says."""
+    monkeypatch.setattr(commands_codec._OUTPUT, "_decode", STRING.decode)
 
 
 def _scroll_duplicate_reapplied(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -448,7 +440,13 @@ FAULTS: list[tuple[str, Callable[[pytest.MonkeyPatch], None], tuple[str, ...], s
         "history.offset-range",
         False,
     ),
-    ("output", _any_output_runs, ("commands.output-json",), "commands.output-json", False),
+    (
+        "output",
+        _any_output_runs,
+        ("commands.output-json",),
+        "commands.output-json",
+        False,
+    ),
     ("scroll", _scroll_duplicate_reapplied, ("scroll.duplicate",), "scroll.duplicate", False),
     (
         "scroll-again",
@@ -490,7 +488,7 @@ SAID: dict[str, str | tuple[str, ...]] = {
     "busy-listed": "a free pane is listed busy",
     "history": "pages must be contiguous",
     "history-offset": "answered a new `history` snapshot asked at offset -1 with `historyPage`",
-    "output": "output 'text' was answered",
+    "output": "instead of closing the connection",
     "scroll": "the duplicate was applied again",
     "scroll-again": "shows the view 21 rows further up",
     "heartbeat": "0 ping(s) from the host",

@@ -3,11 +3,9 @@ whose ``output`` is not ``json``, over real TLS (prowl-host.md §7, §8).
 
 History: ``MirrorHost.sendHistory`` pages every answer at ``offset ?? count``,
 a new snapshot's too, and ``MirrorHistory.page(before:)`` throws outside
-0 … count: a silent close, after login (no lock-out count). Commands:
-``MirrorCommandRequest.Request.output`` is a plain ``String``, so any value
-decodes, and ``MirrorCommandService.perform`` answers one that is not ``json``
-with ``REMOTE_COMMAND_REJECTED`` "Command is not allowed." (before its
-deduplication: nothing retained) while the connection stays open.
+0 … count: a silent close, after login (no lock-out count). Commands: the
+remote scope allows ``output: "json"`` only, and a command outside the
+allowlist fails to decode, which closes the connection (§8).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import pytest
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
 from mirror_host.commands.local import LocalCommands
-from mirror_host.commands.responses import NOT_ALLOWED, rejected
 from mirror_host.commands.service import CommandService
 from mirror_host.panes.local import LocalSource
 from tests.integration.conftest import paired, port_of, running_host
@@ -77,36 +74,36 @@ async def test_history_offsets_outside_the_snapshot_close_silently(state_dir: Pa
             assert isinstance(page, c.HistoryPage) and page.lines == () and page.offset == 0
 
 
-async def test_a_command_whose_output_is_not_json_is_refused_and_the_connection_stays(
+async def test_a_command_whose_output_is_not_json_closes_the_connection(
     state_dir: Path,
 ) -> None:
     source = LocalSource(["exec cat"], columns=80, rows=24)
     commands = CommandService(LocalCommands(source))
     async with running_host(state_dir, source, commands=commands) as host:
         credential = await paired(host)
-        async with login("127.0.0.1", port_of(host), credential) as client:
-            await list_panes(client)
-            for output in BAD_OUTPUTS:
-                request_id = uuid.uuid4()
+        port = port_of(host)
+        for output in BAD_OUTPUTS:
+            async with login("127.0.0.1", port, credential) as client:
+                await list_panes(client)
                 envelope = c.CommandEnvelope(output=output, command=c.ListCommand())
                 await client.send(
                     c.Command(
-                        command_request=c.CommandRequest(request_id=request_id, request=envelope)
+                        command_request=c.CommandRequest(request_id=uuid.uuid4(), request=envelope)
                     )
                 )
-                result = await client.expect(c.CommandResult)
-                assert isinstance(result, c.CommandResult)
-                assert result.command_response.request_id == request_id
-                assert result.command_response.response == rejected(NOT_ALLOWED), output[:10]
-                # Refused before deduplication: the same id with `json` runs normally.
-                envelope = c.CommandEnvelope(output="json", command=c.ListCommand())
-                await client.send(
-                    c.Command(
-                        command_request=c.CommandRequest(request_id=request_id, request=envelope)
-                    )
+                seen = await client.expect_closed()
+                assert not [m for m in seen if isinstance(m, c.CommandResult | c.Failure)], output
+        # The same command with `json` runs normally; none of the closes counted
+        # toward the address's lock-out (they came after login).
+        async with login("127.0.0.1", port, credential) as client:
+            envelope = c.CommandEnvelope(output="json", command=c.ListCommand())
+            await client.send(
+                c.Command(
+                    command_request=c.CommandRequest(request_id=uuid.uuid4(), request=envelope)
                 )
-                listed = await client.expect(c.CommandResult)
-                assert isinstance(listed, c.CommandResult)
-                response = listed.command_response.response
-                assert isinstance(response, dict) and response["ok"] is True, output[:10]
+            )
+            listed = await client.expect(c.CommandResult)
+            assert isinstance(listed, c.CommandResult)
+            response = listed.command_response.response
+            assert isinstance(response, dict) and response["ok"] is True
         assert len(host.failures) == 0

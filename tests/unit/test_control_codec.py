@@ -152,6 +152,17 @@ def test_command_request_send_missing_fields_cannot_decode() -> None:
         decode_struct(c.CommandRequest, parse_json(text), "commandRequest")
 
 
+@pytest.mark.parametrize("output", ["text", "", "JSON", " json", "j" * 4096])
+def test_a_command_whose_output_is_not_json_cannot_decode(output: str) -> None:
+    """Outside the remote allowlist, like an unknown case: the connection closes."""
+    request = c.CommandRequest(
+        request_id=SUB, request=c.CommandEnvelope(output=output, command=c.ListCommand())
+    )
+    encoded = c.encode_control(c.Command(command_request=request))  # a faulty client can send it
+    with pytest.raises(MalformedControlMessage, match="output"):
+        c.decode_control(encoded)
+
+
 def test_command_envelope_shapes() -> None:
     request = c.CommandRequest(
         request_id=SUB,
