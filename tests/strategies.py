@@ -82,7 +82,7 @@ commands = st.one_of(
 command_requests = st.builds(
     c.CommandRequest,
     request_id=uuids,
-    request=st.builds(c.CommandEnvelope, output=text, command=commands),
+    request=st.builds(c.CommandEnvelope, output=st.just("json"), command=commands),
 )
 
 _BY_TYPE: dict[Any, st.SearchStrategy[Any]] = {
