@@ -42,6 +42,7 @@ from mirror_host.session.logged_in import HISTORY_UNAVAILABLE
 from mirror_host.terminal import Screen
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.agliteterm_fake import FakeAgliteterm
+from tests.fakes.serving import serving
 from tests.integration.agent_helpers import (
     FakeAgent,
     agent_input,
@@ -77,13 +78,8 @@ COLOURS = (
 @asynccontextmanager
 async def fake_agliteterm(state_dir: Path, **kw: Any) -> AsyncIterator[FakeAgliteterm]:
     fake = FakeAgliteterm(state_dir / "aglite.sock", **kw)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(fake.serve)
-        try:
-            yield fake
-        finally:
-            await fake.stop()
-            nursery.cancel_scope.cancel()
+    async with serving(fake):
+        yield fake
 
 
 @asynccontextmanager

@@ -23,6 +23,7 @@ from mirror_host.session import lease as lease_module
 from mirror_host.session.logged_in import SCROLL_BUSY
 from mirror_host.wire import TextFramePacket, VTFramePacket
 from tests.fakes.herdr_fake import FakeHerdr
+from tests.fakes.serving import serving
 from tests.integration.conftest import paired, port_of, running_host
 from tests.integration.mirror_helpers import (
     frame_containing,
@@ -43,13 +44,8 @@ async def fake_herdr(
     state_dir: Path, *, protocol: int = 22, snapshot: bool = True
 ) -> AsyncIterator[FakeHerdr]:
     fake = FakeHerdr(state_dir / "herdr.sock", protocol=protocol, snapshot=snapshot)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(fake.serve)
-        try:
-            yield fake
-        finally:
-            await fake.stop()
-            nursery.cancel_scope.cancel()
+    async with serving(fake):
+        yield fake
 
 
 @asynccontextmanager

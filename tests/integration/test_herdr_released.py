@@ -33,6 +33,7 @@ from mirror_host.panes.herdr import source as herdr_source_module
 from mirror_host.panes.herdr.client import HerdrClient
 from mirror_host.panes.herdr.source import HerdrSource
 from tests.fakes.herdr_fake import FakeHerdr
+from tests.fakes.serving import serving
 from tests.integration.conftest import host_config, paired, port_of
 from tests.integration.mirror_helpers import (
     frame_containing,
@@ -60,17 +61,6 @@ def agent_bin(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     program.chmod(program.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return bin_dir
-
-
-@asynccontextmanager
-async def serving(fake: FakeHerdr) -> AsyncIterator[FakeHerdr]:
-    async with trio.open_nursery() as nursery:
-        await nursery.start(fake.serve)
-        try:
-            yield fake
-        finally:
-            await fake.stop()
-            nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
