@@ -44,9 +44,9 @@ from mirror_host.capture.styled import ArchiveCache, ArchiveKey, Cached, plan_wi
 from mirror_host.capture.values import (
     SCREEN_ONLY,
     Capability,
+    Capture,
     CaptureOptions,
     HistoryCapture,
-    TextCapture,
     VTCapture,
 )
 from mirror_host.control import Representation, ScrollDirection
@@ -476,19 +476,15 @@ class LocalSource:
         return self.mirrors.statistics()
 
     async def capture(
-        self,
-        pane_id: UUID,
-        representation: Representation,
-        *,
-        options: CaptureOptions = SCREEN_ONLY,
-    ) -> VTCapture | TextCapture:
+        self, pane_id: UUID, kind: Representation, *, options: CaptureOptions = SCREEN_ONLY
+    ) -> Capture:
         """Format the pane's screen now (no awaiting: the screen is in memory)."""
         pane = self.pane(pane_id)
         screen = pane.screen
-        wants_overlay = options.viewport_text and representation is Representation.VT
+        wants_overlay = options.viewport_text and kind is Representation.VT
         overlay = screen.viewport_overlay() if wants_overlay and screen.is_scrolled_back else None
         bounds = screen.scroll_bounds() if options.scroll_bounds else None
-        capture = screen.capture(representation, overlay=overlay, bounds=bounds)
+        capture = screen.capture(kind, overlay=overlay, bounds=bounds)
         if options.styled_scrollback and isinstance(capture, VTCapture) and overlay is not None:
             styled = _styled(pane, capture, overlay, trio.current_time())
             capture = replace(

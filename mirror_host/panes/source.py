@@ -32,10 +32,9 @@ from uuid import UUID
 
 from mirror_host.capture.values import (
     SCREEN_ONLY,
+    Capture,
     CaptureOptions,
     HistoryCapture,
-    TextCapture,
-    VTCapture,
 )
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.panes.model import PaneInfo
@@ -83,13 +82,9 @@ class PaneSource(Protocol):
         ...
 
     async def capture(
-        self,
-        pane_id: UUID,
-        representation: Representation,
-        *,
-        options: CaptureOptions = SCREEN_ONLY,
-    ) -> VTCapture | TextCapture:
-        """The pane's screen now.
+        self, pane_id: UUID, kind: Representation, *, options: CaptureOptions = SCREEN_ONLY
+    ) -> Capture:
+        """The pane's screen now, as ``kind`` asks (VT bytes or text).
 
         ``options`` says what the capture carries besides the screen; a source
         is asked only for what its capabilities advertise (viewport text and

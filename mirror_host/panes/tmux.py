@@ -65,10 +65,10 @@ from mirror_host.capture.styled import (
 from mirror_host.capture.values import (
     SCREEN_ONLY,
     Capability,
+    Capture,
     CaptureOptions,
     HistoryCapture,
     ScrollBounds,
-    TextCapture,
     VTCapture,
 )
 from mirror_host.control import Representation, ScrollDirection
@@ -661,12 +661,8 @@ class TmuxSource:
         return self.mirrors.watch(pane_id, on_change)
 
     async def capture(
-        self,
-        pane_id: UUID,
-        representation: Representation,
-        *,
-        options: CaptureOptions = SCREEN_ONLY,
-    ) -> VTCapture | TextCapture:
+        self, pane_id: UUID, kind: Representation, *, options: CaptureOptions = SCREEN_ONLY
+    ) -> Capture:
         """The pane's screen from its mirror; the copy-mode view while scrolled."""
         mirror = self.mirrors.require(pane_id)
         screen = mirror.screen
@@ -674,12 +670,12 @@ class TmuxSource:
             raise PaneNotFound(f"{mirror.label()} is not being mirrored")
         bounds = self._bounds(mirror, screen) if options.scroll_bounds else None
         overlay = mirror.viewport
-        if representation is Representation.TEXT:
+        if kind is Representation.TEXT:
             # A text frame is the view as text, without the empty rows below it.
             overlay = overlay.rstrip("\n") if overlay is not None else None
         elif not options.viewport_text:
             overlay = None
-        capture = screen.capture(representation, overlay=overlay, bounds=bounds)
+        capture = screen.capture(kind, overlay=overlay, bounds=bounds)
         if options.styled_scrollback and isinstance(capture, VTCapture):
             styled = await self._styled(mirror, capture)
             if styled is not None:

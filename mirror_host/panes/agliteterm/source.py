@@ -54,6 +54,7 @@ import trio
 from mirror_host.capture.values import (
     SCREEN_ONLY,
     Capability,
+    Capture,
     CaptureOptions,
     HistoryCapture,
     ScrollBounds,
@@ -497,18 +498,14 @@ class AgliteSource:
         return lines, mirror.screen.cursor, ScrollBounds(at_bottom=True)
 
     async def capture(
-        self,
-        pane_id: UUID,
-        representation: Representation,
-        *,
-        options: CaptureOptions = SCREEN_ONLY,
-    ) -> VTCapture | TextCapture:
+        self, pane_id: UUID, kind: Representation, *, options: CaptureOptions = SCREEN_ONLY
+    ) -> Capture:
         """The pane as last read, or the scrolled copy; from memory, never awaiting."""
         mirror = self.mirrors.require(pane_id)
         columns, rows = mirror.size
         lines, cursor, bounds = self._view(mirror)
         shown = bounds if options.scroll_bounds else None
-        if representation is Representation.TEXT:
+        if kind is Representation.TEXT:
             text = text_frame(lines)
             return TextCapture(columns=columns, rows=rows, text=text, scroll_bounds=shown)
         cache = mirror.cache if mirror.view is None else None

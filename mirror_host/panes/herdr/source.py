@@ -42,10 +42,9 @@ import trio
 from mirror_host.capture.values import (
     SCREEN_ONLY,
     Capability,
+    Capture,
     CaptureOptions,
     HistoryCapture,
-    TextCapture,
-    VTCapture,
 )
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, UnsupportedOperation
@@ -349,12 +348,8 @@ class HerdrSource:
         )
 
     async def capture(
-        self,
-        pane_id: UUID,
-        representation: Representation,
-        *,
-        options: CaptureOptions = SCREEN_ONLY,
-    ) -> VTCapture | TextCapture:
+        self, pane_id: UUID, kind: Representation, *, options: CaptureOptions = SCREEN_ONLY
+    ) -> Capture:
         """The mirrored screen (Herdr renders a scrolled-back pane scrolled back).
 
         Never torn: the screen changes only between awaits, whole frames at a
@@ -362,7 +357,7 @@ class HerdrSource:
         """
         mirror = self.mirrors.require(pane_id)
         bounds = scroll_bounds(mirror.pane) if options.scroll_bounds else None
-        return mirror.screen.capture(representation, bounds=bounds)
+        return mirror.screen.capture(kind, bounds=bounds)
 
     async def write(self, pane_id: UUID, data: bytes) -> None:
         """``pane.send_text`` with the bytes as they are (already encoded by the client).
