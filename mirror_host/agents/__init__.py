@@ -9,29 +9,16 @@ Nothing here reads a terminal, a process or a clock: sources hand in
 
 from __future__ import annotations
 
+from mirror_host.agents import model
 from mirror_host.agents.detect import READERS, detect, read_screen
-from mirror_host.agents.model import (
-    Agent,
-    AgentState,
-    Composer,
-    Detection,
-    ForegroundProcess,
-    Reading,
-    ScreenView,
-    TextView,
-)
+
+# The model's values, re-exported as its module lists them (one list to keep).
+from mirror_host.agents.model import *  # noqa: F403
 from mirror_host.agents.process import agent_named, identify, identify_group
 
 __all__ = [
+    *model.__all__,
     "READERS",
-    "Agent",
-    "AgentState",
-    "Composer",
-    "Detection",
-    "ForegroundProcess",
-    "Reading",
-    "ScreenView",
-    "TextView",
     "agent_named",
     "detect",
     "identify",
