@@ -410,11 +410,8 @@ class AgliteCommands(AgentPaneCommands):
             pane_id, pane = await self._listed(created)
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the session: {exc}")
-        failure = await self.prompt_launched(command, profile, pane_id)
-        if failure is not None:
-            return failure
-        # What the window shows now (agliteterm selects a new session; agwinterm,
-        # told no-select, does not, unless nothing was selected).
+        # What the window shows (agliteterm selects a new session; agwinterm, told
+        # no-select, does not, unless nothing was selected).
         tab: dict[str, JSONValue] = {
             "id": pane.session_id,
             "title": pane.name,
@@ -425,7 +422,9 @@ class AgliteCommands(AgentPaneCommands):
             "title": profile.name if profile else pane.name,
             "focused": pane.active,
         }
-        return catalogue.created_result(self._worktree(pane), tab, record, profile)
+        return await self.answer_created(
+            command, profile, pane_id, (self._worktree(pane), tab, record)
+        )
 
     async def _listed(self, session_id: str) -> tuple[UUID, SessionPane]:
         """Wait until the tree lists the new session (the full app answers before it exists,

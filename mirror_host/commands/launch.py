@@ -179,7 +179,23 @@ class AgentPaneCommands(AgentInput):
 
     # ------------------------------------------------------------ helpers for subclasses
 
-    async def prompt_launched(
+    async def answer_created(
+        self,
+        command: CreateCommand,
+        profile: Profile | None,
+        pane_id: UUID,
+        described: tuple[dict[str, JSONValue], dict[str, JSONValue], dict[str, JSONValue]],
+    ) -> JSONValue:
+        """``create``'s answer for a new pane: its first prompt delivered first, if it
+        has one (the error if that failed; a prompt still waiting for its agent follows
+        the answer). ``described`` is the pane's ``(worktree, tab, pane)`` records."""
+        failure = await self._prompt_launched(command, profile, pane_id)
+        if failure is not None:
+            return failure
+        worktree, tab, pane = described
+        return catalogue.created_result(worktree, tab, pane, profile)
+
+    async def _prompt_launched(
         self, command: CreateCommand, profile: Profile | None, pane_id: UUID
     ) -> JSONValue | None:
         """Deliver a launched agent's first prompt, if it has one; the error if that failed.

@@ -249,14 +249,11 @@ class LocalCommands(AgentPaneCommands):
             pane_id = self.source.spawn(argv, label=label, cwd=str(worktree["path"]))
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not start the pane: {exc}")
-        failure = await self.prompt_launched(command, profile, pane_id)
-        if failure is not None:
-            return failure
+        tab: dict[str, JSONValue] = {"id": str(pane_id).upper(), "title": label, "selected": False}
         pane: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": label,
             "cwd": str(worktree["path"]),
             "focused": False,
         }
-        tab: dict[str, JSONValue] = {"id": str(pane_id).upper(), "title": label, "selected": False}
-        return catalogue.created_result(worktree, tab, pane, profile)
+        return await self.answer_created(command, profile, pane_id, (worktree, tab, pane))

@@ -369,21 +369,15 @@ class TmuxCommands(AgentPaneCommands):
             pane_id, row = await self._listed(created.strip())
         except PaneSourceError as exc:
             return cli_error("create", "CREATE_FAILED", f"Could not create the window: {exc}")
-        failure = await self.prompt_launched(command, profile, pane_id)
-        if failure is not None:
-            return failure
-        tab: dict[str, JSONValue] = {
-            "id": row.window_id,
-            "title": row.window_name,
-            "selected": False,
-        }
+        window: dict[str, JSONValue] = {"id": row.window_id, "title": row.window_name}
+        tab = {**window, "selected": False}
         pane: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": profile.name if profile else row.command or "Shell",
             "cwd": row.path,
             "focused": False,
         }
-        return catalogue.created_result(worktree, tab, pane, profile)
+        return await self.answer_created(command, profile, pane_id, (worktree, tab, pane))
 
     async def _listed(self, tmux_id: str) -> tuple[UUID, PaneRow]:
         """Wait until the source lists the new pane (control mode reports the window)."""
