@@ -16,8 +16,10 @@ fails if Trio stops making its TLS object through ``SSLContext.wrap_bio``.
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -55,7 +57,11 @@ class Handshake:
     identity, no TLS 1.2, garbage), which counts toward the address's lock-out.
     A peer that only left (end of file or a reset mid-handshake, as a client
     does that gave up while its connection waited in the accept queue of a host
-    short of descriptors) got nothing wrong, and is not counted.
+    short of descriptors) got nothing wrong, and is not counted; nor is one that
+    had already gone when TLS refused what it left behind, unless that was a
+    key it offered (Prowl's Android app, giving up, sends its ClientHello and then
+    an alert before it closes, which OpenSSL reads as a record of the wrong
+    version: see :func:`peer_at_fault`).
     """
 
     stream: trio.SSLStream[trio.SocketStream]
@@ -100,23 +106,51 @@ async def tls_handshake(
             await stream.do_handshake()
             return Handshake(stream, identity=negotiated_identity())
     except trio.BrokenResourceError as exc:
-        reason = tls_reason(exc, attempted_identity())
-        return Handshake(
-            stream, failure=reason, peer_at_fault=peer_at_fault(exc), outgoing=outgoing
+        attempted = attempted_identity()
+        reason = tls_reason(exc, attempted)
+        at_fault = peer_at_fault(
+            exc, offered_key=attempted is not None, gone=lambda: peer_gone(transport)
         )
+        return Handshake(stream, failure=reason, peer_at_fault=at_fault, outgoing=outgoing)
     return Handshake(stream, timed_out=True)
 
 
-def peer_at_fault(exc: BaseException) -> bool:
+def peer_at_fault(
+    exc: BaseException, *, offered_key: bool = False, gone: Callable[[], bool] = lambda: False
+) -> bool:
     """Whether a handshake that broke with ``exc`` broke on something the peer sent
-    (OpenSSL refused it), not on the peer going away (see :class:`Handshake`)."""
+    (OpenSSL refused it), not on the peer going away (see :class:`Handshake`).
+
+    ``offered_key``: the peer reached the PSK callback (it named an identity and so
+    tried a key): a refusal then always counts. Otherwise ``gone()`` is asked: a
+    refusal of what a peer that already closed left behind (a client that gave up
+    in the accept queue) does not count.
+    """
     cause = exc.__cause__
     if not isinstance(cause, ssl.SSLError):
         return False  # the transport broke under TLS: a reset, a closed socket
     if isinstance(cause, ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLSyscallError):
         return False  # the peer closed (with or without a word)
     reason = str(getattr(cause, "reason", None) or cause).upper()
-    return "UNEXPECTED_EOF" not in reason
+    if "UNEXPECTED_EOF" in reason:
+        return False
+    return offered_key or not gone()
+
+
+def peer_gone(transport: trio.SocketStream) -> bool:
+    """Whether the peer has closed its end (an end of file or a reset is waiting),
+    looked at without reading anything or waiting."""
+    try:
+        peek = socket.socket(fileno=os.dup(transport.socket.fileno()))
+    except OSError:
+        return True  # the socket is closed already
+    with peek:
+        try:
+            return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False  # still there, nothing more sent
+        except OSError:
+            return True  # reset
 
 
 def tls_reason(exc: BaseException, attempted: str | None) -> str:

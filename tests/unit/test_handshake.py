@@ -93,9 +93,12 @@ async def test_the_right_key_binds_the_identity() -> None:
     assert ended.identity == "KNOWN" and raised is None
 
 
-async def _handshake_with_raw_peer(send: bytes, *, reset: bool) -> Handshake:
+async def _handshake_with_raw_peer(
+    send: bytes, *, reset: bool = False, stay: bool = False
+) -> Handshake:
     """How the host's handshake ends when the peer sends ``send`` and then closes
-    (with a TCP reset when ``reset``) without waiting for an answer."""
+    (with a TCP reset when ``reset``) without waiting for an answer, or, when
+    ``stay``, keeps its end open for the answer."""
     tls = build_server_context()
     a, b = socket.socketpair()
     server_side = trio.SocketStream(trio.socket.from_stdlib_socket(a))
@@ -103,11 +106,27 @@ async def _handshake_with_raw_peer(send: bytes, *, reset: bool) -> Handshake:
         b.sendall(send)
     if reset:
         b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    b.close()
+    if not stay:
+        b.close()
     try:
         return await tls_handshake(server_side, tls, seconds=5)
     finally:
+        b.close()
         await trio.aclose_forcefully(server_side)
+
+
+def _client_hello() -> bytes:
+    """The first flight of a TLS-PSK client like Prowl's: its ClientHello."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = _client("KNOWN", b"k" * 32).wrap_bio(incoming, outgoing)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+#: A fatal ``internal_error`` alert in a record of version 3.1, as BouncyCastle
+#: (Prowl's Android app) sends it when its read times out before the host answered.
+GIVE_UP_ALERT = bytes.fromhex("15030100020250")
 
 
 #: The start of a TLS 1.2 ClientHello record, cut short.
@@ -133,6 +152,27 @@ async def test_a_peer_that_leaves_mid_handshake_is_not_at_fault(send: bytes, res
     ids=["http", "zeros", "bad-record"],
 )
 async def test_garbage_instead_of_tls_is_the_peers_fault(send: bytes) -> None:
-    ended = await _handshake_with_raw_peer(send, reset=False)
+    ended = await _handshake_with_raw_peer(send, stay=True)
+    assert ended.failure is not None
+    assert ended.peer_at_fault
+
+
+async def test_a_phone_that_gave_up_in_the_accept_queue_is_not_at_fault() -> None:
+    # Accepted only after it gave up: its ClientHello, its alert and its end of
+    # file are all waiting. OpenSSL refuses the alert's record (version 3.1), but
+    # the peer left before the host said a word, offering no key: nothing counted.
+    ended = await _handshake_with_raw_peer(_client_hello() + GIVE_UP_ALERT)
+    assert ended.failure is not None and not ended.timed_out
+    assert not ended.peer_at_fault
+
+
+async def test_garbage_from_a_peer_that_left_at_once_is_not_counted() -> None:
+    ended = await _handshake_with_raw_peer(b"\x00" * 64)
+    assert ended.failure is not None
+    assert not ended.peer_at_fault
+
+
+async def test_the_same_alert_from_a_peer_still_there_is_at_fault() -> None:
+    ended = await _handshake_with_raw_peer(_client_hello() + GIVE_UP_ALERT, stay=True)
     assert ended.failure is not None
     assert ended.peer_at_fault
