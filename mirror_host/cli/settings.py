@@ -44,6 +44,8 @@ def _add_flag(container: Container, setting: Setting) -> None:
         options["metavar"] = flag.metavar
     if setting.type.choices:
         options["choices"] = setting.type.choices
+        # As the config file and the environment read them: --log-level DEBUG too.
+        options["type"] = str.lower
     if flag.kind == "append":
         options["action"] = "append"
     elif flag.kind in ("on", "off"):

@@ -318,3 +318,16 @@ def test_path_settings_are_shown_expanded_like_the_state_dir(tmp_path: Path) -> 
     assert config.herdr.socket == f"{home}/h.sock" and config.herdr.bin == f"{home}/bin/herdr"
     assert config.tmux.socket_path == f"{home}/t" and config.state.dir == f"{home}/state"
     assert "~" not in render_toml(config)
+
+
+@pytest.mark.parametrize(("flag", "given", "dest"), [
+    ("--log-level", "DEBUG", "log_level"),
+    ("--source", "TMUX", "source"),
+])  # fmt: skip
+def test_a_flag_with_choices_reads_them_as_the_environment_does(
+    flag: str, given: str, dest: str
+) -> None:
+    from mirror_host.cli import build_parser
+
+    args = build_parser().parse_args(["serve", flag, given])
+    assert getattr(args, dest) == given.lower()  # MIRROR_HOST_… takes either case too
