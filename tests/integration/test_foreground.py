@@ -139,7 +139,13 @@ async def test_a_group_whose_leader_exited_is_listed_without_it(use_proc: bool) 
     with group_with_an_exited_leader() as leader:
         for _ in ("zombie", "reaped"):
             with trio.fail_after(20):
-                while len(members := await process_group(leader.pid, use_proc=use_proc)) < 2:
+                # Until both children have exec'd `sleep` (a child forked by the
+                # leader is named `sh` until then, on a loaded machine for a while).
+                while True:
+                    members = await process_group(leader.pid, use_proc=use_proc)
+                    children = [m.name for m in members if m.pid != leader.pid]
+                    if children == ["sleep", "sleep"]:
+                        break
                     await trio.sleep(0.05)
             assert [m.name for m in members] == ["sleep", "sleep"]
             assert all(m.pid != leader.pid for m in members)
