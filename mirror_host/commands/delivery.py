@@ -63,6 +63,7 @@ from mirror_host.commands.responses import (
     MAC_TYPING,
     NO_LONGER_OWNS,
     PANE_GONE,
+    UNSTEADY,
     cli_error,
     cli_success,
     enter_uncertain,
@@ -338,8 +339,12 @@ async def _settle(target: Target[S], delivery: Delivery) -> Ready[S] | Refused:
             if isinstance(found, Refused) and not isinstance(found, NotYet):
                 return found
             if trio.current_time() >= deadline:
-                if isinstance(found, NotYet) or late_looks:
+                if isinstance(found, NotYet):
                     return found
+                if late_looks:
+                    # Still a "ready" never seen twice alike (an identity that
+                    # changes on every look): not confirmed, so not ready.
+                    return Refused(target.busy_code, UNSTEADY)
                 late_looks += 1  # ready just as the grace ran out: one confirming look
             await trio.sleep(timing.settle_poll)
             again = await target.look(delivery.pane_id)

@@ -14,22 +14,23 @@ import unicodedata
 from mirror_host.control.swiftjson import JSONValue
 
 __all__ = [
+    "BAD_PROFILE",
+    "BAD_REQUEST",
+    "BAD_TARGET",
     "CANCELLED_INPUT",
     "INPUT_UNCONFIRMED",
     "MAC_TYPING",
     "MAX_PROMPT_BYTES",
+    "NOT_ALLOWED",
     "NO_AGENT",
     "NO_LONGER_OWNS",
-    "NOT_ALLOWED",
     "PANE_GONE",
     "REQUEST_LIMIT",
     "REUSED_ID",
-    "SEND_REFUSED",
     "SCHEMAS",
+    "SEND_REFUSED",
     "UNCONFIRMED",
-    "BAD_PROFILE",
-    "BAD_REQUEST",
-    "BAD_TARGET",
+    "UNSTEADY",
     "cli_error",
     "cli_success",
     "enter_uncertain",
@@ -69,6 +70,8 @@ INPUT_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retryi
 PANE_GONE = "The selected pane is gone."
 NO_AGENT = "No agent is running in the selected pane."
 MAC_TYPING = "Someone is typing in this pane on a Mac; nothing was sent."
+#: A ready-looking screen that did not look the same twice before the grace ran out.
+UNSTEADY = "The pane's screen kept changing; nothing was sent. Send again in a moment."
 
 
 def pane_unreadable(why: object) -> str:

@@ -37,6 +37,7 @@ from mirror_host.commands.delivery import (
     watch_echo,
     withheld,
 )
+from mirror_host.commands.responses import UNSTEADY
 from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 
 TIMING = DeliveryTiming()
@@ -218,6 +219,18 @@ async def test_ready_just_as_the_grace_runs_out_gets_one_confirming_look(
     late = Scripted(*[working] * looks, READY, READY)
     assert (await run(late))["ok"] is True
     assert late.steps.count("look") == looks + 2
+
+
+async def test_a_ready_never_seen_twice_alike_is_refused_when_the_grace_runs_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The identity changes on every look (an agent restarting, a status stamp that
+    # hooks keep rewriting): never confirmed, so nothing is written.
+    looks = int(TIMING.settle_seconds / TIMING.settle_poll) + 3
+    changing = Scripted(*(Ready("state", second_look=True, identity=n) for n in range(looks)))
+    code, message = error(await run(changing))
+    assert code == BUSY and message == UNSTEADY
+    assert "write" not in changing.steps
 
 
 @pytest.mark.parametrize(
