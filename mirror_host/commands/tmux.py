@@ -307,7 +307,8 @@ class TmuxCommands(AgentPaneCommands):
             (pane_id, row, focus.get(row.pane_id, (False, False, 0)))
             for pane_id, row in self.source.pane_rows()
         ]
-        # Read before the first await: every pane listed here is still known to the source.
+        # Read before the first await: every pane listed here is still known to the source
+        # (a pane closed after it is skipped below).
         screens = {pane_id: self.source.pane_screen(pane_id) for pane_id, _, _ in panes}
         foregrounds = [await self._foreground(pid) for _, _, (_, _, pid) in panes]
         unwatched = [
@@ -321,9 +322,13 @@ class TmuxCommands(AgentPaneCommands):
         for (pane_id, row, (window_active, pane_active, _)), foreground in zip(
             panes, foregrounds, strict=True
         ):
+            try:
+                record = await self._pane_record(pane_id, row, foreground, screens.get(pane_id))
+            except PaneSourceError:
+                continue  # closed while being listed (its shell evidence reads it again)
+            pane, task = record
             worktree = catalogue.worktree_for(row.path)
             worktrees.setdefault(str(worktree["id"]), worktree)
-            pane, task = await self._pane_record(pane_id, row, foreground, screens.get(pane_id))
             pane["focused"] = window_active and pane_active
             items.append(
                 {

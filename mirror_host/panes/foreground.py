@@ -119,7 +119,12 @@ def _members_proc(pgid: int) -> tuple[ForegroundProcess, ...]:
 async def _ps(*args: str) -> str | None:
     try:
         result = await trio.run_process(
-            ["ps", *args], capture_stdout=True, capture_stderr=True, check=False
+            ["ps", *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            # lstart in English whatever the user's locale, as strptime reads it.
+            env={**os.environ, "LC_ALL": "C"},
         )
     except OSError as exc:
         logger.debug("ps failed: %s", exc)

@@ -186,9 +186,15 @@ class Exchange:
                 return self._finish(decided)
         if now < self._deadline:
             return Wait(min(self._deadline, now + self._poll))
-        if self._phase is _Phase.SETTLING or answer is not None:
+        if self._phase is _Phase.SETTLING:
             # The shell created its answer and never finished it: it may have acted.
             return self._finish(Done(Outcome.UNCERTAIN, "the shell's answer is incomplete"))
+        if answer is not None:
+            # Created just as the time ran out, still being written: the shell decided,
+            # so it gets the settle time to finish, as after a cancel it won.
+            self._phase = _Phase.SETTLING
+            self._deadline = now + self._settle
+            return Wait(min(self._deadline, now + self._poll))
         return Cancel()
 
     def cancel_result(self, now: float, created: bool, answer: bytes | None) -> Step:

@@ -91,9 +91,16 @@ def test_a_cancel_that_loses_reads_the_shells_answer() -> None:
     assert isinstance(done, Done) and done.outcome is Outcome.UNCERTAIN
 
 
-def test_an_answer_left_half_written_past_the_deadline_is_uncertain() -> None:
-    exchange = Exchange(TEXT, 0.0)
-    done = exchange.observe(ANSWER_SECONDS, b"loaded\n")
+def test_an_answer_half_written_at_the_deadline_gets_the_settle_time() -> None:
+    # The shell created its answer just as the time ran out: it decided (and may be
+    # running the command), so it may finish writing, as after a cancel it won.
+    finished = Exchange(TEXT, 0.0)
+    assert finished.observe(ANSWER_SECONDS, b"loaded\nma") == Wait(ANSWER_SECONDS + POLL_SECONDS)
+    assert finished.observe(ANSWER_SECONDS + 0.1, f"loaded\n{TEXT}\n".encode()) == Done(Outcome.RAN)
+    # … and one never finished is uncertain: the shell may have acted.
+    stuck = Exchange(TEXT, 0.0)
+    assert isinstance(stuck.observe(ANSWER_SECONDS, b"loaded\nma"), Wait)
+    done = stuck.observe(ANSWER_SECONDS + SETTLE_SECONDS, b"loaded\nma")
     assert isinstance(done, Done) and done.outcome is Outcome.UNCERTAIN
 
 
