@@ -14,8 +14,8 @@ What lives in it (names: :mod:`mirror_host.shell.exchange`):
 * ``<pid>.prompt``, touched by shell ``pid`` at every prompt (with builtins
   only). Newer than the process's start, it proves that this shell has the
   integration (:meth:`ShellDirectory.registered`);
-* ``<pid>.request``, written atomically by the host (0600): a request id and
-  the command line;
+* ``<pid>.request``, written atomically by the host (0600): a request id,
+  when it expires and the command line;
 * ``<pid>.<id>.answer``, created exclusively by whichever of the shell and the
   host decides first.
 
@@ -39,6 +39,7 @@ from mirror_host.shell.exchange import (
     answer_name,
     encode_request,
     registration_name,
+    request_expiry,
     request_name,
 )
 
@@ -169,7 +170,7 @@ class ShellDirectory:
         Raises:
             OSError: it could not be written (nothing was).
         """
-        data = encode_request(request_id, text)
+        data = encode_request(request_id, text, request_expiry(time.time()))
         write_atomic(self.path / request_name(pid), data, mode=0o600, durable=False)
 
     def read_answer(self, pid: int, request_id: str) -> bytes | None:

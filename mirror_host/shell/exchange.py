@@ -7,8 +7,10 @@ mirror-host's integration (:mod:`mirror_host.shell.integration`) binds in
 every keymap of its line editor:
 
 1. The host writes ``<pid>.request`` (``pid``: the pane's own shell, which it
-   just saw lead the terminal's foreground group): a fresh random request id
-   and the exact command text (:func:`encode_request`).
+   just saw lead the terminal's foreground group): a fresh random request id,
+   when it expires (Unix seconds; the shell ignores it after that, so a request
+   left behind by a host that died mid-send can never run later, on some
+   terminal's focus report) and the exact command text (:func:`encode_request`).
 2. It sends :data:`TRIGGER`. Inside its line editor, the shell reads its
    request and decides with ONE exclusive creation of
    ``<pid>.<id>.answer``: ``refused line`` when its command line holds text
@@ -32,6 +34,7 @@ driver (:mod:`mirror_host.commands.shell_input`) does the file I/O.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass
 
@@ -39,6 +42,7 @@ __all__ = [
     "ANSWER_SECONDS",
     "CANCELLED",
     "POLL_SECONDS",
+    "REQUEST_SECONDS",
     "SETTLE_SECONDS",
     "TRIGGER",
     "Cancel",
@@ -49,6 +53,7 @@ __all__ = [
     "Wait",
     "answer_name",
     "encode_request",
+    "request_expiry",
     "is_request_id",
     "registration_name",
     "request_name",
@@ -65,6 +70,10 @@ POLL_SECONDS = 0.02
 #: The shell created its answer before the host could cancel, but had not
 #: finished writing it: how much longer it may take.
 SETTLE_SECONDS = 0.5
+#: A request is ignored by the shell this long after it was written: longer than
+#: any exchange (the host cancels after ANSWER_SECONDS), with room for a shell
+#: reading the clock in whole seconds.
+REQUEST_SECONDS = 5.0
 #: What the host writes into the answer file when it cancels.
 CANCELLED = b"cancelled\n"
 
@@ -91,8 +100,9 @@ def registration_name(pid: int) -> str:
     return f"{pid}.prompt"
 
 
-def encode_request(request_id: str, text: str) -> bytes:
-    """The request file's contents: the id, a line feed, the text, a line feed.
+def encode_request(request_id: str, text: str, expires: int) -> bytes:
+    """The request file's contents, a line each: the id, when it expires (whole Unix
+    seconds, :func:`request_expiry`), the text.
 
     Raises:
         ValueError: ``request_id`` is no request id, or ``text`` holds a line break (a
@@ -103,7 +113,14 @@ def encode_request(request_id: str, text: str) -> bytes:
         raise ValueError("not a request id")
     if "\n" in text or "\r" in text or "\0" in text:
         raise ValueError("a command line is one line")
-    return f"{request_id}\n{text}\n".encode()
+    return f"{request_id}\n{expires}\n{text}\n".encode()
+
+
+def request_expiry(now: float) -> int:
+    """When a request written at wall-clock ``now`` expires: past the whole exchange
+    (the answer time and the settle time), rounded up to whole seconds, as shells
+    read the clock."""
+    return math.ceil(now + REQUEST_SECONDS)
 
 
 class Outcome(enum.Enum):

@@ -121,14 +121,20 @@ if [[ $- == *i* && -z ${__mirror_host_marks-} ]]; then
         builtin bind -m vi-command "\"\\e[>mhB\": $1"
     }
     __mirror_host_take() {
-        local request id text answer created clobber=1
+        local request id expires now text answer created clobber=1
         local file=$__mirror_host_dir/$$.request
         __mirror_host_then redraw-current-line
         [[ -n $__mirror_host_dir && -f $file && -r $file ]] || return 0
         IFS= builtin read -r -d '' request < "$file"
         id=${request%%$'\n'*}
         text=${request#*$'\n'}
+        expires=${text%%$'\n'*}
+        text=${text#*$'\n'}
         [[ ${#id} -eq 32 && $id != *[!0123456789abcdef]* && $text == *$'\n' ]] || return 0
+        # Past its expiry a request is a dead host's: never run it (a focus report).
+        [[ ${#expires} -ge 1 && ${#expires} -le 12 && $expires != *[!0123456789]* ]] || return 0
+        builtin printf -v now '%(%s)T' -1
+        (( 10#$now <= 10#$expires )) || return 0
         text=${text%$'\n'}
         if [[ $__mirror_host_ready != 1 ]]; then
             answer=$'refused prompt\n'
@@ -201,12 +207,18 @@ if [[ -o interactive && -z ${__mirror_host_marks-} ]]; then
     __mirror_host_take() {
         builtin emulate -L zsh
         builtin setopt noclobber  # the answer file is created exclusively
-        local request id text answer file=$__mirror_host_dir/$$.request
+        local request id expires text answer file=$__mirror_host_dir/$$.request
         [[ -n $__mirror_host_dir && -f $file && -r $file ]] || return 0
         IFS= builtin read -r -d '' request < $file
         id=${request%%$'\n'*}
         text=${request#*$'\n'}
+        expires=${text%%$'\n'*}
+        text=${text#*$'\n'}
         [[ ${#id} -eq 32 && $id != *[^0123456789abcdef]* && $text == *$'\n' ]] || return 0
+        # Past its expiry a request is a dead host's: never run it (a focus report).
+        [[ ${#expires} -ge 1 && ${#expires} -le 12 && $expires != *[^0123456789]* ]] || return 0
+        builtin zmodload -F zsh/datetime p:EPOCHSECONDS 2>/dev/null || return 0
+        (( EPOCHSECONDS <= 10#$expires )) || return 0
         text=${text%$'\n'}
         if [[ $CONTEXT != start || -n $PREBUFFER ]]; then
             answer=$'refused prompt\n'
@@ -303,15 +315,22 @@ if status is-interactive; and not set -q __mirror_host_marks
         if test -n "$__mirror_host_dir"; and test -f $file; and test -r $file
             read -z request <$file
         end
-        # The id, the text and the empty rest after the text's line feed.
+        # The id, the expiry, the text and the empty rest after the text's line feed.
         set -l parts (string split \n -- "$request")
-        if test (count $parts) -ne 3; or test -n "$parts[3]"
+        set -l now 0
+        if test (count $parts) -eq 4; and string match -qr '^[0-9]{1,12}$' -- "$parts[2]"
+            set now (date +%s 2>/dev/null); or set now 0
+        end
+        # Past its expiry a request is a dead host's: never run it (a focus report).
+        if test (count $parts) -ne 4; or test -n "$parts[4]"
             or not string match -qr '^[0-9a-f]{32}$' -- "$parts[1]"
+            or not string match -qr '^[0-9]{1,12}$' -- "$now"
+            or test "$now" -eq 0; or test "$now" -gt "$parts[2]"
             emit fish_focus_in  # CSI I is also a terminal's focus report: fish's own binding
             return 0
         end
         set -l id $parts[1]
-        set -l text $parts[2]
+        set -l text $parts[3]
         set -l answer "loaded"\n"$text"\n
         set -l line (commandline)
         if test "$__mirror_host_ready" != 1

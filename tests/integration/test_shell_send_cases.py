@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,6 +27,13 @@ from mirror_host.client.client import MirrorClient
 from mirror_host.commands.delivery import Delivery, deliver
 from mirror_host.commands.local import LocalCommands
 from mirror_host.commands.shell_input import Handover, ShellTarget
+from mirror_host.shell.exchange import (
+    TRIGGER,
+    answer_name,
+    encode_request,
+    request_expiry,
+    request_name,
+)
 from tests.integration.agent_helpers import command
 from tests.integration.test_shell_send import (
     HAS_TMUX,
@@ -483,3 +491,31 @@ async def test_the_trigger_reaching_a_shell_without_the_integration(
         await setup.type(f"echo bare > {proof}\r".encode())
         await file_reads(proof, "bare\n")
         await no_marker_anywhere(setup)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+async def test_a_request_left_by_a_dead_host_never_runs(state_dir: Path, shell: str) -> None:
+    """A host killed mid-send leaves its request behind; a focus report (the same three
+    bytes the trigger is) long after must not run it: the shell ignores a request past
+    its expiry. A request of the right age still runs, so the test can fail."""
+    async with shell_pane(state_dir, shell) as (setup, _phone, _sub):
+        source = setup.local_source
+        assert source is not None and source.shell_directory is not None
+        shells = source.shell_directory.path
+        pid = source.pane(setup.pane).pid
+        stale_proof, fresh_proof = state_dir / "stale.txt", state_dir / "fresh.txt"
+        stale_id, fresh_id = "a" * 32, "b" * 32
+        expired = request_expiry(time.time()) - 60  # written a minute ago
+        (shells / request_name(pid)).write_bytes(
+            encode_request(stale_id, f"echo stale > {stale_proof}", expired)
+        )
+        await setup.type(TRIGGER)  # a terminal's focus-in report
+        await trio.sleep(1.0)
+        assert not stale_proof.exists()
+        assert not (shells / answer_name(pid, stale_id)).exists()
+        (shells / request_name(pid)).write_bytes(
+            encode_request(fresh_id, f"echo fresh > {fresh_proof}", request_expiry(time.time()))
+        )
+        await setup.type(TRIGGER)
+        await file_reads(fresh_proof, "fresh\n")
+        assert not stale_proof.exists()

@@ -84,8 +84,9 @@ class ScriptedPane:
         assert self.directory is not None
         data = (self.directory.path / request_name(SHELL.pid)).read_bytes()
         self.seen_request = data
-        request_id, _, rest = data.decode().partition("\n")
-        return request_id, rest[:-1]
+        request_id, expires, text = data.decode().split("\n")[:3]
+        assert int(expires) > time.time()  # the shell takes it only until then
+        return request_id, text
 
     def answer(self, data: bytes) -> bool:
         """Create the answer exclusively, as the integration does; whether it could."""

@@ -18,6 +18,7 @@ from mirror_host.shell.exchange import (
     encode_request,
     is_request_id,
     registration_name,
+    request_expiry,
     request_name,
 )
 
@@ -29,11 +30,14 @@ def test_names_and_the_request_file() -> None:
     assert request_name(42) == "42.request"
     assert answer_name(42, ID) == f"42.{ID}.answer"
     assert registration_name(42) == "42.prompt"
-    assert encode_request(ID, "echo ünï 👋") == f"{ID}\necho ünï 👋\n".encode()
+    assert encode_request(ID, "echo ünï 👋", 1_700_000_005) == (
+        f"{ID}\n1700000005\necho ünï 👋\n".encode()
+    )
+    assert request_expiry(1_700_000_000.2) == 1_700_000_006  # 5 s on, in whole seconds
     assert is_request_id(ID) and not is_request_id(ID.upper()) and not is_request_id("../x")
     for bad_id, text in (("../../etc", "ls"), (ID, "ls\nrm"), (ID, "ls\r"), (ID, "a\0b")):
         with pytest.raises(ValueError):
-            encode_request(bad_id, text)
+            encode_request(bad_id, text, 0)
 
 
 def test_waits_between_looks_until_the_shell_answers() -> None:
