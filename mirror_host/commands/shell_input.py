@@ -53,10 +53,10 @@ from mirror_host.commands.delivery import (
     Verdict,
     deliver,
 )
-from mirror_host.commands.responses import NO_LONGER_OWNS, cli_error
+from mirror_host.commands.responses import NO_LONGER_OWNS, PANE_GONE, cli_error
 from mirror_host.control import SendCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import InputRefused, PaneSourceError
+from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 from mirror_host.panes.foreground import process_start_time
 from mirror_host.shell.directory import ShellDirectory, new_request_id
 from mirror_host.shell.exchange import (
@@ -153,6 +153,9 @@ class Handover:
     #: How long the shell has to answer: none once the trigger failed (it may or may
     #: not have reached the shell; the host cancels at once and the file decides).
     answer_seconds: float = ANSWER_SECONDS
+    #: Why the trigger failed, if it did: what the phone hears when the host's cancel
+    #: then wins (the shell never saw it), instead of "did not take it within 2 s".
+    trigger_error: PaneSourceError | None = None
 
 
 # ------------------------------------------------------------------ 2. verify
@@ -262,6 +265,7 @@ class ShellTarget:
             # It may have reached the shell or not: cancel at once, and the file decides.
             logger.info("the trigger for a shell pane may not have been written: %s", exc)
             state.answer_seconds = 0.0
+            state.trigger_error = exc
         except BaseException:
             directory.remove_exchange(pid, request_id)
             raise
@@ -273,7 +277,10 @@ class ShellTarget:
             exchange = Exchange(
                 delivery.text, trio.current_time(), answer_seconds=state.answer_seconds
             )
-            return outcome(await _settle(exchange, state))
+            done = await _settle(exchange, state)
+            if done.outcome is Answer.NOT_TAKEN and state.trigger_error is not None:
+                return _trigger_failed(state.trigger_error)
+            return outcome(done)
         finally:
             state.directory.remove_exchange(state.pid, state.request_id)
 
@@ -323,6 +330,13 @@ _REFUSALS = {
         "or this shell lost mirror-host's integration, e.g. after exec); nothing was run."
     ),
 }
+
+
+def _trigger_failed(error: PaneSourceError) -> Refused:
+    """The trigger failed and the host's cancel won: the shell never acted."""
+    if isinstance(error, PaneNotFound):
+        return Refused("TARGET_NOT_FOUND", PANE_GONE)
+    return Refused(NOT_READY, f"Host could not send the shell its command ({error}); nothing ran.")
 
 
 def outcome(done: Done) -> Outcome:

@@ -271,9 +271,13 @@ async def test_a_trigger_that_fails_is_cancelled_at_once(
     pane.trigger_error = PaneSourceError("tmux went away")
     started = trio.current_time()
     code, message = error(await run(pane))
-    assert code == "SHELL_NOT_READY" and "did not take" in message
+    # Said as it was: the trigger failed (not "did not take it within 2 s").
+    assert code == "SHELL_NOT_READY" and "tmux went away" in message and "nothing ran" in message
     assert trio.current_time() - started < 0.1
     assert leftovers(directory) == []
+    closed = ScriptedPane(directory)
+    closed.trigger_error = PaneNotFound("the pane closed")
+    assert error(await run(closed)) == ("TARGET_NOT_FOUND", "The selected pane is gone.")
 
 
 async def test_refusals_before_anything_reaches_the_pane(
