@@ -104,11 +104,12 @@ class AgentPanes(Protocol):
         """
         ...
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
         """Write ``text`` as one paste: bracketed if the agent turned bracketed paste on.
 
         To an agent that did not, a terminal sends a paste as plain text; that
-        is safe only for :func:`plain_pasteable` text.
+        is safe only for :func:`plain_pasteable` text. ``authorized`` (the lease)
+        is asked right before the bytes go, after any await.
 
         Raises:
             InputRefused: nothing was written (its text says why).
@@ -288,7 +289,7 @@ class AgentPaneTarget:
     async def write(
         self, delivery: Delivery, state: AgentReading, guard: Guard
     ) -> Delivered | None:
-        await self.panes.paste(delivery.pane_id, delivery.text)
+        await self.panes.paste(delivery.pane_id, delivery.text, guard.holds)
         return None
 
     async def confirm(self, delivery: Delivery, state: AgentReading) -> Verdict:

@@ -51,7 +51,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -209,18 +209,28 @@ class AgliteCommandSource(Protocol):
         """The watched pane's last screen and grid, else ``None`` (nothing is read)."""
         ...
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
-        """``session.paste`` of non-empty ``text``.
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
+        """``session.paste`` of non-empty ``text``; ``authorized`` asked before each try
+        (a busy pane is tried again for a while).
 
         Raises:
+            InputRefused: ``authorized`` said no (nothing was written).
             PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
         """
         ...
 
-    async def type_for_host(self, pane_id: UUID, text: str, *, allow_control: bool) -> None:
-        """``session.type`` on the host's own behalf.
+    async def type_for_host(
+        self,
+        pane_id: UUID,
+        text: str,
+        *,
+        allow_control: bool,
+        authorized: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """``session.type`` on the host's own behalf (``authorized`` as for :meth:`paste`).
 
         Raises:
+            InputRefused: ``authorized`` said no (nothing was written).
             PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
         """
         ...
@@ -250,15 +260,18 @@ class AgliteAgentPanes:
         screen, (_, rows) = await self.source.read_screen(pane_id)
         return StyledView(screen, rows)
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
         try:
             if plain_pasteable(text):
-                await self.source.paste(pane_id, text)
+                await self.source.paste(pane_id, text, authorized)
             else:
                 # Explicit markers: agliteterm's own would come only if the agent
                 # asked for bracketed paste, and without them a line break is Enter.
                 await self.source.type_for_host(
-                    pane_id, bracketed(text).decode("utf-8"), allow_control=True
+                    pane_id,
+                    bracketed(text).decode("utf-8"),
+                    allow_control=True,
+                    authorized=authorized,
                 )
         except InputNotWritten as exc:
             raise InputRefused(f"agliteterm refused the input ({exc.message})") from exc

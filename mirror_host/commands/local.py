@@ -26,7 +26,7 @@ from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import bracketed, plain_pasteable
 from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
-from mirror_host.commands.responses import cli_error
+from mirror_host.commands.responses import NO_LONGER_OWNS, cli_error
 from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -128,8 +128,10 @@ class LocalAgentPanes:
     async def screen(self, pane_id: UUID) -> Screen:
         return self.source.pane(pane_id).screen
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
         screen = self.source.pane(pane_id).screen
+        if not authorized():  # no await from here to the write
+            raise InputRefused(NO_LONGER_OWNS)
         if screen.mode(_BRACKETED_PASTE):
             await self.source.write_for_host(pane_id, bracketed(text))
             return

@@ -41,11 +41,11 @@ from mirror_host.agents import ForegroundProcess, detect, identify_group
 from mirror_host.commands import catalogue
 from mirror_host.commands.agent_input import bracketed, plain_pasteable
 from mirror_host.commands.launch import AgentPaneCommands, BackendOptions
-from mirror_host.commands.responses import cli_error
+from mirror_host.commands.responses import NO_LONGER_OWNS, cli_error
 from mirror_host.commands.shell_input import shell_evidence
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
-from mirror_host.errors import PaneSourceError
+from mirror_host.errors import InputRefused, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.foreground import terminal_foreground, terminal_group
 from mirror_host.panes.tmux_protocol import SEPARATOR, PaneRow
@@ -192,8 +192,10 @@ class TmuxAgentPanes:
         if in_mode.strip() == "1":
             await self.source.leave_copy_mode(pane_id)
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
         await self._live(pane_id)
+        if not authorized():  # after the awaits above; one tmux command from here
+            raise InputRefused(NO_LONGER_OWNS)
         if plain_pasteable(text):
             await self._through_buffer(pane_id, text.encode("utf-8"), bracket=True)
         else:

@@ -6,7 +6,7 @@ Claude Code; only the source around it is scripted."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -24,6 +24,7 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.delivery import DeliveryTiming, deliver
 from mirror_host.commands.launch import AgentPaneCommands
+from mirror_host.commands.responses import NO_LONGER_OWNS
 from mirror_host.commands.service import CommandService
 from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 from mirror_host.terminal import Screen
@@ -58,6 +59,7 @@ class ScriptedPanes:
         self.echo = True
         self.after_paste: Callable[[], None] = lambda: None
         self.paste_error: Exception | None = None
+        self.before_paste: Callable[[], Awaitable[None]] = trio.lowlevel.checkpoint
         self.raw_input: float | None = None
         self.gone = False
 
@@ -71,9 +73,12 @@ class ScriptedPanes:
             raise PaneNotFound("gone")
         return self.current
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
+        await self.before_paste()  # a source's own awaits before its bytes go
         if self.paste_error is not None:
             raise self.paste_error
+        if not authorized():
+            raise InputRefused(NO_LONGER_OWNS)
         self.written.append(bracketed(text))
         if self.echo:
             self.current = draw(text)
@@ -95,8 +100,8 @@ class LateEcho(ScriptedPanes):
         self.pasted: str | None = None
         self.looks = 0
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
-        await super().paste(pane_id, text)
+    async def paste(self, pane_id: UUID, text: str, authorized: Callable[[], bool]) -> None:
+        await super().paste(pane_id, text, authorized)
         self.pasted = text
 
     async def screen(self, pane_id: UUID) -> Screen:
@@ -160,11 +165,29 @@ async def test_lease_lost_after_the_paste_sends_no_enter(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     panes = ScriptedPanes()
-    checks = iter([True, False])
+    checks = iter([True, True, False])  # the engine's look, the paste's own, then gone
     result = await run(panes, authorized=lambda: next(checks))
     code, message = error(result)
     assert code == "SEND_FAILED" and "lost the pane" in message
     assert panes.written == [bracketed("fix it")]
+
+
+async def test_lease_lost_while_the_source_prepares_the_paste_types_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # tmux leaves copy mode first, agliteterm waits out a busy pane: the lease is
+    # asked again right before the bytes go, not only before the source starts.
+    panes = ScriptedPanes()
+    owned = [True]
+
+    async def takeover_meanwhile() -> None:
+        owned[0] = False
+        await trio.sleep(0.1)
+
+    panes.before_paste = takeover_meanwhile
+    result = await run(panes, authorized=lambda: owned[0])
+    assert error(result) == ("REMOTE_COMMAND_REJECTED", "The mirror no longer owns this pane.")
+    assert panes.written == []
 
 
 async def test_no_echo_no_enter(autojump_clock: trio.testing.MockClock) -> None:

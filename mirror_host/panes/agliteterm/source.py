@@ -62,7 +62,7 @@ from mirror_host.capture.values import (
     VTCapture,
 )
 from mirror_host.control import Representation, ScrollDirection
-from mirror_host.errors import PaneNotFound, PaneSourceError
+from mirror_host.errors import InputRefused, PaneNotFound, PaneSourceError
 from mirror_host.panes.activity import InputActivity
 from mirror_host.panes.agliteterm.client import AgliteClient
 from mirror_host.panes.agliteterm.discovery import AgliteDiscovery
@@ -544,10 +544,19 @@ class AgliteSource:
         finally:
             self.poke(pane_id)
 
-    async def type_for_host(self, pane_id: UUID, text: str, *, allow_control: bool) -> None:
-        """``session.type`` on the host's own behalf (agent delivery's Enter, markers).
+    async def type_for_host(
+        self,
+        pane_id: UUID,
+        text: str,
+        *,
+        allow_control: bool,
+        authorized: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """``session.type`` on the host's own behalf (agent delivery's Enter, markers);
+        ``authorized`` is asked before each try.
 
         Raises:
+            InputRefused: ``authorized`` said no (nothing was written).
             PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
         """
         args: dict[str, Any] = {"text": text}
@@ -555,16 +564,23 @@ class AgliteSource:
             args["allow-control"] = True
         try:
             await self._input(
-                "session.type", self.pane_record(pane_id), args, timeout=HOST_INPUT_SECONDS
+                "session.type",
+                self.pane_record(pane_id),
+                args,
+                timeout=HOST_INPUT_SECONDS,
+                authorized=authorized,
             )
         finally:
             self.poke(pane_id)
 
-    async def paste(self, pane_id: UUID, text: str) -> None:
+    async def paste(
+        self, pane_id: UUID, text: str, authorized: Callable[[], bool] = lambda: True
+    ) -> None:
         """``session.paste`` of non-empty ``text`` (agliteterm brackets it if the
-        program asked for bracketed paste).
+        program asked for bracketed paste); ``authorized`` is asked before each try.
 
         Raises:
+            InputRefused: ``authorized`` said no (nothing was written).
             PaneNotFound, InputNotWritten, InputIncomplete, PaneSourceError.
         """
         if not text:
@@ -577,16 +593,25 @@ class AgliteSource:
                 self.pane_record(pane_id),
                 {"text": text},
                 timeout=HOST_INPUT_SECONDS,
+                authorized=authorized,
             )
         finally:
             self.poke(pane_id)
 
     async def _input(
-        self, cmd: str, pane: SessionPane, args: dict[str, Any], *, timeout: float
+        self,
+        cmd: str,
+        pane: SessionPane,
+        args: dict[str, Any],
+        *,
+        timeout: float,
+        authorized: Callable[[], bool] = lambda: True,
     ) -> None:
         give_up = trio.current_time() + BUSY_RETRY_SECONDS
         async with self._one_off(pane):
             while True:
+                if not authorized():  # asked again before every try: tries wait
+                    raise InputRefused("the lease went before the input")
                 try:
                     await self.client.call(
                         cmd, target=pane.pane_id, args=args, lane=f"input:{pane.pane_id}",
