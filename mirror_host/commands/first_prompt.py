@@ -30,7 +30,7 @@ from uuid import UUID
 
 import trio
 
-from mirror_host.commands.responses import INPUT_UNCONFIRMED, cli_error
+from mirror_host.commands.responses import CANCELLED_INPUT, INPUT_UNCONFIRMED, cli_error
 from mirror_host.control import AgentsInputCommand
 from mirror_host.control.swiftjson import JSONValue
 
@@ -110,6 +110,14 @@ class FirstPrompts:
         self._desk: ReceiptDesk | None = None
         #: Receipts of prompts still under way whose create has not been answered yet.
         self._pending: dict[UUID, UUID | None] = {}
+        #: One per delivery under way: host stop cancels them (the prompt is not typed).
+        self._scopes: set[trio.CancelScope] = set()
+
+    def stop(self) -> None:
+        """Host stop: cancel every delivery under way, late ones included, as creates
+        are (prowl-host.md §8: host stop cancels create preparation)."""
+        for scope in list(self._scopes):
+            scope.cancel()
 
     def bind(self, desk: ReceiptDesk) -> None:
         """Retain late prompts at ``desk`` (the command service does this)."""
@@ -161,11 +169,18 @@ class FirstPrompts:
         return Pending(delivery.receipt_id)
 
     async def _work(self, delivery: _Delivery, work: Work) -> None:
-        try:
-            delivery.result = await work()
-        except Exception:  # a backend bug must not end the others, nor the host
-            logger.exception("launching the agent of pane %s failed", delivery.pane_id)
-            delivery.result = cli_error("agentsInput", "SEND_FAILED", INPUT_UNCONFIRMED)
+        with trio.CancelScope() as scope:
+            self._scopes.add(scope)
+            try:
+                delivery.result = await work()
+            except Exception:  # a backend bug must not end the others, nor the host
+                logger.exception("launching the agent of pane %s failed", delivery.pane_id)
+                delivery.result = cli_error("agentsInput", "SEND_FAILED", INPUT_UNCONFIRMED)
+            finally:
+                self._scopes.discard(scope)
+        if scope.cancelled_caught and delivery.result is None:
+            logger.info("the first prompt of pane %s was cancelled: Host stopped", delivery.pane_id)
+            delivery.result = cli_error("agentsInput", "TIMEOUT", CANCELLED_INPUT)
         delivery.done.set()
         if delivery.late:
             self._report(delivery)

@@ -251,9 +251,11 @@ class CommandService(CommandHandler):
             scope.cancel()
 
     def stop(self) -> None:
-        """Host stop: cancel everything, creates included."""
+        """Host stop: cancel everything, creates and their first prompts included."""
         for scope in list(self._all):
             scope.cancel()
+        if self._first_prompts is not None:
+            self._first_prompts.stop()
 
     # ------------------------------------------------------------ internals
 
