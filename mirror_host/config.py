@@ -738,6 +738,7 @@ def build_config(layers: Iterable[Layer], *, on_problem: OnProblem = None) -> Co
     rooms: dict[str, dict[str, Any]] = {}
     profiles: dict[str, dict[str, Any]] | None = None
     for layer in layers:
+        _drop_overridden_alternatives(rooms, layer)
         for key, raw in layer.values.items():
             try:
                 if key.startswith("profiles."):
@@ -775,6 +776,24 @@ def build_config(layers: Iterable[Layer], *, on_problem: OnProblem = None) -> Co
             for pid, profile_spec in sorted(profiles.items())
         )
     return dataclasses.replace(config, **replacements)
+
+
+#: Settings that name the same thing two ways: a layer that sets one overrides the
+#: other as set by the layers under it (``--tmux-socket`` beats a config file's
+#: ``tmux.socket_path``); one layer that sets both is told it may not.
+ALTERNATIVES = (
+    ("tmux.socket_name", "tmux.socket_path"),
+    ("agliteterm.socket", "agliteterm.command"),
+)
+
+
+def _drop_overridden_alternatives(rooms: dict[str, dict[str, Any]], layer: Layer) -> None:
+    for pair in ALTERNATIVES:
+        for key, other in (pair, pair[::-1]):
+            if key in layer.values and other not in layer.values:
+                declared = SETTINGS[other]
+                for name in declared.fields:
+                    rooms.get(declared.room, {}).pop(name, None)
 
 
 def _set_key(rooms: dict[str, dict[str, Any]], key: str, raw: object, origin: str) -> None:

@@ -331,3 +331,26 @@ def test_a_flag_with_choices_reads_them_as_the_environment_does(
 
     args = build_parser().parse_args(["serve", flag, given])
     assert getattr(args, dest) == given.lower()  # MIRROR_HOST_… takes either case too
+
+
+def test_a_later_layer_naming_the_other_alternative_overrides_it() -> None:
+    # A flag beats the config file even when it names the same thing the other way.
+    config = build_config(
+        [
+            Layer("config file", {"tmux.socket_path": "/tmp/file.sock"}),
+            Layer("flags", {"tmux.socket_name": "work"}),
+        ]
+    )
+    assert (config.tmux.socket_name, config.tmux.socket_path) == ("work", None)
+    config = build_config(
+        [
+            Layer("config file", {"agliteterm.socket": "/tmp/aglite.sock"}),
+            Layer("flags", {"agliteterm.command": "npiperelay.exe -ep -s //./pipe/agliteterm"}),
+        ]
+    )
+    assert config.agliteterm.socket is None and config.agliteterm.command is not None
+    # One layer that sets both still says both (agliteterm refuses that pair).
+    both = build_config(
+        [Layer("flags", {"agliteterm.socket": "/tmp/a.sock", "agliteterm.command": "relay"})]
+    )
+    assert both.agliteterm.socket and both.agliteterm.command
