@@ -108,6 +108,9 @@ logger = logging.getLogger(__name__)
 _PANE_NAMESPACE = uuid.UUID("8c3c6a5e-5bd6-4c35-9d7e-1a1f6a0d2b11")
 _RELIST_DEBOUNCE_SECONDS = 0.05
 _SEND_CHUNK = 2048
+#: How long a command line's write may take (tmux reads its control client's
+#: input at once; only a stuck tmux fills the pipe).
+_SEND_SECONDS = 5.0
 _MAX_LINE = 64 * 1024 * 1024
 
 
@@ -166,6 +169,8 @@ class _ControlClient:
         self._parser = ControlParser()
         self._pending: dict[int, _PendingCommand] = {}
         self._send_lock = trio.Lock()
+        #: A command line was not written whole: no more are sent on this client.
+        self._out_of_step = False
         self.ready = trio.Event()
         self.done = trio.Event()
 
@@ -241,12 +246,31 @@ class _ControlClient:
             raise PaneSourceUnavailable("the tmux control client is not running")
         pending = _PendingCommand()
         async with self._send_lock:
-            # Numbered in the order the lines are written: tmux answers in that order.
-            self._pending[self._parser.expect(blocks)] = pending
+            if self._out_of_step:
+                raise PaneSourceUnavailable("the tmux control client is closing")
+            # A line is written whole or the client is closed: tmux answers every
+            # line it read, in order, and a reply slot for a line it never read (or
+            # half a line it joins to the next) would hand each later command the
+            # reply of the one before. So the caller's cancellation waits for the
+            # write (bounded), and a write that fails or times out part-way ends
+            # this client; the source attaches a new one.
+            written = False
             try:
-                await process.stdin.send_all(line.encode() + b"\n")
+                with trio.move_on_after(_SEND_SECONDS) as send_scope:
+                    send_scope.shield = True
+                    await process.stdin.send_all(line.encode() + b"\n")
+                    written = True
             except STREAM_GONE as exc:
+                self._abandon()
                 raise PaneSourceUnavailable("the tmux control client went away") from exc
+            if not written:
+                self._abandon()
+                raise PaneSourceUnavailable(
+                    f"tmux did not read a command line in {_SEND_SECONDS:g} s; reattaching"
+                )
+            # Numbered in the order the lines are written: tmux answers in that order.
+            # No checkpoint since the write ended, so its reply cannot have been read yet.
+            self._pending[self._parser.expect(blocks)] = pending
         await pending.done.wait()
         if pending.failed:
             detail = b" ".join(b" ".join(block) for block in pending.results)[:200].decode(
@@ -254,6 +278,13 @@ class _ControlClient:
             )
             raise PaneSourceError(f"tmux refused {line.split(' ', 1)[0]}: {detail}")
         return pending.results
+
+    def _abandon(self) -> None:
+        """Out of step with tmux (a line not written whole): refuse further commands
+        and end the client, whose ``run`` fails what waits and tells the source."""
+        self._out_of_step = True
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
 
     async def pause(self, tmux_id: str) -> None:
         """Stop receiving a pane's output (for this client only; tmux keeps reading it).
