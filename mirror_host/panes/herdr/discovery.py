@@ -96,6 +96,8 @@ class HerdrDiscovery:
         #: False once the server rejected the scroll event type (older than 0.7.2).
         self._scroll_events = True
         self._repoll = trio.Event()
+        #: Held from a snapshot's read until it is applied (``poll``).
+        self._poll_lock = trio.Lock()
         self._listed = trio.Event()
         self._events_healthy = False
         self._has_snapshot: bool | None = None
@@ -129,12 +131,16 @@ class HerdrDiscovery:
         Raises:
             PaneSourceError: Herdr could not be read.
         """
-        started = trio.current_time()
-        snapshot = await self._read_snapshot()
-        self.snapshot = snapshot
-        self.ids = self.identities.assign(snapshot.panes)
-        self.labels = {info.id: (pane, info) for pane, info in pane_labels(snapshot, self.ids)}
-        self._on_listed(snapshot, started)
+        # One poll at a time (discovery, create, a pane that moved each poll): a
+        # snapshot read before another but applied after it would take the panes
+        # created meanwhile for closed ones, and PaneIdentities retires their ids.
+        async with self._poll_lock:
+            started = trio.current_time()
+            snapshot = await self._read_snapshot()
+            self.snapshot = snapshot
+            self.ids = self.identities.assign(snapshot.panes)
+            self.labels = {info.id: (pane, info) for pane, info in pane_labels(snapshot, self.ids)}
+            self._on_listed(snapshot, started)
         agents = frozenset(p.pane_id for p in snapshot.panes if p.agent)
         if agents != self._agent_panes:
             self._agent_panes = agents
