@@ -173,6 +173,8 @@ class _ControlClient:
         self._out_of_step = False
         self.ready = trio.Event()
         self.done = trio.Event()
+        #: Why ``tmux -C`` could not be started (``ready`` is set then, ``process`` ``None``).
+        self.start_error: str | None = None
 
     async def run(self) -> None:
         try:
@@ -190,9 +192,15 @@ class _ControlClient:
             "-t",
             self.session_id,
         ]
-        process = await trio.lowlevel.open_process(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
+        try:
+            process = await trio.lowlevel.open_process(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+        except OSError as exc:  # out of descriptors or processes: the source retries
+            self.start_error = f"could not start a tmux control client: {exc}"
+            self.done.set()
+            self.ready.set()
+            return
         self.process = process
         assert process.stdout is not None
         splitter = LineSplitter(_MAX_LINE)
@@ -394,7 +402,8 @@ class TmuxSource:
         """Run one tmux command line against this server; its standard output.
 
         Raises:
-            PaneSourceUnavailable: tmux is missing or its server is not running.
+            PaneSourceUnavailable: tmux is missing, could not be started, or its
+                server is not running.
             PaneNotFound: tmux no longer knows the pane (or window, session) named.
             PaneSourceError: any other refusal.
         """
@@ -411,6 +420,8 @@ class TmuxSource:
                 f"tmux is not installed (no {self.tmux!r} on PATH); "
                 "install it or choose another --source"
             ) from exc
+        except OSError as exc:  # out of descriptors or processes (EMFILE, EAGAIN): retried
+            raise PaneSourceUnavailable(f"could not start tmux: {exc}") from exc
         if result.returncode != 0:
             message = result.stderr.decode("utf-8", "replace").strip()
             if "no server running" in message or "error connecting" in message:
@@ -457,6 +468,9 @@ class TmuxSource:
             self._clients[session_id] = client
             self._nursery.start_soon(client.run)
             await client.ready.wait()
+            if client.start_error is not None:
+                del self._clients[session_id]
+                raise PaneSourceUnavailable(client.start_error)
         for session_id, client in list(self._clients.items()):
             if session_id not in sessions:
                 await client.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -11,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -453,6 +455,43 @@ async def _absent_servers(state_dir: Path, caplog: pytest.LogCaptureFixture) -> 
             assert (health["kind"], health["state"]) == ("tmux", "unreachable")
             assert expected in health["detail"] and "retrying" in health["detail"]
         assert expected in caplog.text
+
+
+@pytest.mark.parametrize("start", ["run_process", "open_process"])
+async def test_a_process_that_cannot_be_started_is_an_outage_not_the_hosts_end(
+    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch, start: str
+) -> None:
+    # Found in review: only FileNotFoundError was mapped, so EMFILE or EAGAIN
+    # from starting tmux (or its control client) ended the task, and with it
+    # the host's nursery.
+    failing = trio.Event()
+    real = getattr(trio, start) if start == "run_process" else trio.lowlevel.open_process
+
+    async def start_process(*args: Any, **kwargs: Any) -> Any:
+        if not failing.is_set():
+            return await real(*args, **kwargs)
+        raise OSError(errno.EMFILE if start == "run_process" else errno.EAGAIN, "no room")
+
+    failing.set()
+    if start == "run_process":
+        monkeypatch.setattr(trio, "run_process", start_process)
+    else:
+        monkeypatch.setattr(trio.lowlevel, "open_process", start_process)
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(20):
+            await source.wait_listed()
+            health = source.health()
+            assert health["state"] == "unreachable", health
+            assert "no room" in health["detail"] and "retrying" in health["detail"]
+            assert source._clients == {}
+            failing = trio.Event()  # processes start again: the next retry follows tmux
+            while source.health()["state"] != "following" or not source._clients:
+                await trio.sleep(0.05)
+            (client,) = source._clients.values()
+            assert await client.command("display -p back") == ((b"back",),)
+        nursery.cancel_scope.cancel()
 
 
 def _global_nonce(server: TmuxServer) -> str | None:

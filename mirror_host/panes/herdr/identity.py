@@ -16,8 +16,9 @@ matched against the one before:
    terminals lived on, or no pane was left at all). Herdr does not give such
    an id out again while it runs, but after a restart it can: a workspace
    closed before it and then created anew gets the same id
-   (reserve_workspace_ids, src/workspace.rs 0.8.2). A pane under a retired id gets a UUID of its own (public id and
-   terminal), so a phone that chose the closed pane is never handed the new one.
+   (reserve_workspace_ids, src/workspace.rs 0.8.2). A pane under a retired
+   id gets a UUID of its own (public id and terminal), so a phone that chose
+   the closed pane is never handed the new one.
 
 What cannot be told apart: a Herdr started *without* restoring its session
 whose first pane is ``w1:p1`` again, seen by a host that followed the old one
