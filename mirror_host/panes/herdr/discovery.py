@@ -11,7 +11,9 @@ mirrors): it carries the pane's new scroll position, which is handed to the
 ``on_scroll`` callback at once, so scroll bounds stay live between snapshots.
 
 Each snapshot is handed to the ``on_listed`` callback, which reconciles what
-the source mirrors. Pane ids come from :class:`~mirror_host.panes.herdr.identity.PaneIdentities`
+the source mirrors. Polls (discovery's own, and the source's after a create or
+a pane not found) run one at a time, so snapshots are applied in the order
+they were read. Pane ids come from :class:`~mirror_host.panes.herdr.identity.PaneIdentities`
 (public pane ids, kept across Herdr restarts). An unreachable or refusing Herdr
 is retried with capped backoff, complaining once per outage.
 """
