@@ -3,7 +3,7 @@ said once. I/O (Trio).
 
 The tmux server, Herdr and agliteterm each stop and start again on their own.
 Their sources follow them with one :class:`Follower`: it runs an attempt (connect
-and follow, until it fails with a ``PaneSourceError``), says the first failure
+and follow, until it fails with a ``PaneSourceError`` or an ``OSError``), says the first failure
 of an outage as a warning and keeps quiet about the retries, waits 1 s, 2 s, 4 s
 … up to 30 s between attempts (less when its ``wake`` event is set: something
 changed), and starts again from 1 s once an attempt says the backend answered
@@ -71,7 +71,8 @@ class Follower:
         """Run ``attempt`` again and again until cancelled.
 
         Args:
-            attempt: connects and follows; ends by raising ``PaneSourceError``.
+            attempt: connects and follows; ends by raising ``PaneSourceError`` (or
+                an ``OSError``, taken the same way).
             on_failure: called after each failed attempt, before the wait.
             wake: the event that cuts a wait short (read when the wait begins).
         """
@@ -79,7 +80,9 @@ class Follower:
             try:
                 await attempt()
                 continue  # ended without a failure: follow again at once
-            except PaneSourceError as exc:
+            except (PaneSourceError, OSError) as exc:
+                # An OSError the attempt did not map (a socket or process it could
+                # not open: EMFILE, EAGAIN) is an outage too, not the host's end.
                 self.problem = str(exc)
                 if self._answering is not False:
                     where = f"{self._name}: " if self._name else ""

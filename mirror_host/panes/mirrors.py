@@ -12,8 +12,10 @@ a source subclasses it with what it keeps.
   before anything is awaited, then *starts* it (a first read, a seed). A
   second watcher arriving meanwhile, however slow that read is, joins that
   mirror and waits for its start instead of starting another: a pane never has
-  two mirrors. If the start fails, the waiters fail the same way; if the
-  watcher starting it went away (cancelled), the next one starts it;
+  two mirrors. If the start fails with a ``PaneSourceError`` (``PaneNotFound``
+  included), the waiters fail the same way; if it ends any other way (the
+  watcher starting it went away, or an unexpected error), the next waiter
+  starts it anew;
 * a source that feeds its mirrors itself (an observe stream, a poll loop)
   gives a *feed*, run in the table's nursery under the mirror's scope until
   the mirror stops or its pane goes; a feed that fails is said once

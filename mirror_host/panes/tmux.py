@@ -108,6 +108,9 @@ logger = logging.getLogger(__name__)
 _PANE_NAMESPACE = uuid.UUID("8c3c6a5e-5bd6-4c35-9d7e-1a1f6a0d2b11")
 _RELIST_DEBOUNCE_SECONDS = 0.05
 _SEND_CHUNK = 2048
+#: How long a command line's write may take (tmux reads its control client's
+#: input at once; only a stuck tmux fills the pipe).
+_SEND_SECONDS = 5.0
 _MAX_LINE = 64 * 1024 * 1024
 
 
@@ -166,8 +169,12 @@ class _ControlClient:
         self._parser = ControlParser()
         self._pending: dict[int, _PendingCommand] = {}
         self._send_lock = trio.Lock()
+        #: A command line was not written whole: no more are sent on this client.
+        self._out_of_step = False
         self.ready = trio.Event()
         self.done = trio.Event()
+        #: Why ``tmux -C`` could not be started (``ready`` is set then, ``process`` ``None``).
+        self.start_error: str | None = None
 
     async def run(self) -> None:
         try:
@@ -185,9 +192,15 @@ class _ControlClient:
             "-t",
             self.session_id,
         ]
-        process = await trio.lowlevel.open_process(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
+        try:
+            process = await trio.lowlevel.open_process(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+        except OSError as exc:  # out of descriptors or processes: the source retries
+            self.start_error = f"could not start a tmux control client: {exc}"
+            self.done.set()
+            self.ready.set()
+            return
         self.process = process
         assert process.stdout is not None
         splitter = LineSplitter(_MAX_LINE)
@@ -241,12 +254,31 @@ class _ControlClient:
             raise PaneSourceUnavailable("the tmux control client is not running")
         pending = _PendingCommand()
         async with self._send_lock:
-            # Numbered in the order the lines are written: tmux answers in that order.
-            self._pending[self._parser.expect(blocks)] = pending
+            if self._out_of_step:
+                raise PaneSourceUnavailable("the tmux control client is closing")
+            # A line is written whole or the client is closed: tmux answers every
+            # line it read, in order, and a reply slot for a line it never read (or
+            # half a line it joins to the next) would hand each later command the
+            # reply of the one before. So the caller's cancellation waits for the
+            # write (bounded), and a write that fails or times out part-way ends
+            # this client; the source attaches a new one.
+            written = False
             try:
-                await process.stdin.send_all(line.encode() + b"\n")
+                with trio.move_on_after(_SEND_SECONDS) as send_scope:
+                    send_scope.shield = True
+                    await process.stdin.send_all(line.encode() + b"\n")
+                    written = True
             except STREAM_GONE as exc:
+                self._abandon()
                 raise PaneSourceUnavailable("the tmux control client went away") from exc
+            if not written:
+                self._abandon()
+                raise PaneSourceUnavailable(
+                    f"tmux did not read a command line in {_SEND_SECONDS:g} s; reattaching"
+                )
+            # Numbered in the order the lines are written: tmux answers in that order.
+            # No checkpoint since the write ended, so its reply cannot have been read yet.
+            self._pending[self._parser.expect(blocks)] = pending
         await pending.done.wait()
         if pending.failed:
             detail = b" ".join(b" ".join(block) for block in pending.results)[:200].decode(
@@ -254,6 +286,13 @@ class _ControlClient:
             )
             raise PaneSourceError(f"tmux refused {line.split(' ', 1)[0]}: {detail}")
         return pending.results
+
+    def _abandon(self) -> None:
+        """Out of step with tmux (a line not written whole): refuse further commands
+        and end the client, whose ``run`` fails what waits and tells the source."""
+        self._out_of_step = True
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
 
     async def pause(self, tmux_id: str) -> None:
         """Stop receiving a pane's output (for this client only; tmux keeps reading it).
@@ -363,7 +402,8 @@ class TmuxSource:
         """Run one tmux command line against this server; its standard output.
 
         Raises:
-            PaneSourceUnavailable: tmux is missing or its server is not running.
+            PaneSourceUnavailable: tmux is missing, could not be started, or its
+                server is not running.
             PaneNotFound: tmux no longer knows the pane (or window, session) named.
             PaneSourceError: any other refusal.
         """
@@ -380,6 +420,8 @@ class TmuxSource:
                 f"tmux is not installed (no {self.tmux!r} on PATH); "
                 "install it or choose another --source"
             ) from exc
+        except OSError as exc:  # out of descriptors or processes (EMFILE, EAGAIN): retried
+            raise PaneSourceUnavailable(f"could not start tmux: {exc}") from exc
         if result.returncode != 0:
             message = result.stderr.decode("utf-8", "replace").strip()
             if "no server running" in message or "error connecting" in message:
@@ -426,6 +468,9 @@ class TmuxSource:
             self._clients[session_id] = client
             self._nursery.start_soon(client.run)
             await client.ready.wait()
+            if client.start_error is not None:
+                del self._clients[session_id]
+                raise PaneSourceUnavailable(client.start_error)
         for session_id, client in list(self._clients.items()):
             if session_id not in sessions:
                 await client.close()

@@ -22,7 +22,8 @@ as one JSON line, and the box empties. With ``--no-bracketed-paste`` it never
 turns bracketed paste on and reads everything as keys, like a naive program:
 an ESC is dropped and the rest of a paste marker (``[200~``) is typed as text.
 A draft longer than the row is printed as one line and left to the terminal to
-wrap. Standard library only.
+wrap. Standard library only, but for mirror_host's ``text_width``: one width
+everywhere.
 """
 
 from __future__ import annotations
@@ -38,21 +39,21 @@ import sys
 import termios
 import time
 import tty
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from agent_control import ControlFile  # a sibling: run as scripts from this folder
 
+# Cells are counted the one way the host and its emulator count them. The
+# interpreter running this (the tests' own, sys.executable) has mirror_host;
+# the checkout is put on the path too, for a run by another python3.
+sys.path.append(str(Path(__file__).resolve().parents[2]))
+from mirror_host.width import text_width
+
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 RULE = "─"
 NBSP = "\u00a0"
-
-
-def cells(text: str) -> int:
-    """How many terminal cells ``text`` takes (wide characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 class Agent:
@@ -218,7 +219,7 @@ class Agent:
             middle += [f"✢ Puzzling… ({seconds}s · ↓ 1.2k tokens)", ""]
         bottom = self.box_rows(width)
         # A long first line is printed whole: the terminal wraps it onto more rows.
-        typed = cells((self.paste_token or self.composer).split("\n")[0])
+        typed = text_width((self.paste_token or self.composer).split("\n")[0])
         wrapped = 0 if self.state == "blocked" else (1 + typed) // width
         room = height - len(top) - len(bottom) - wrapped
         middle = middle[-room:] if room > 0 else []

@@ -398,6 +398,8 @@ async def test_an_observe_program_of_another_version_is_reported_once_and_not_re
                     await trio.sleep(0.1)
             await phone.send(c.Input(data=b"echo observed-$((6+6))\r", subscription_id=sub))
             await frame_containing(phone, sub, "observed-12")
+            # Found in review: status went on saying the program was refused.
+            assert "refused" not in source.health()["detail"], source.health()
             assert len(fake.requests_for("fake.observe")) == 2, [
                 r.getMessage() for r in said("herdr")
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -11,13 +12,15 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mirror_host import control as c
 from mirror_host.client.client import MirrorClient, login
-from mirror_host.errors import PaneSourceError
+from mirror_host.errors import PaneSourceError, PaneSourceUnavailable
 from mirror_host.host.server import Host
 from mirror_host.panes.tmux import TmuxSource
 from mirror_host.shell.environment import SHELL_DIR_VARIABLE
@@ -359,6 +362,73 @@ async def test_control_replies_belong_to_their_command_lines(tmux_server: TmuxSe
         nursery.cancel_scope.cancel()
 
 
+async def test_a_command_cancelled_before_its_write_leaves_the_client_in_step(
+    tmux_server: TmuxServer,
+) -> None:
+    # Found in review: the reply slot was taken before the write, so a cancel at
+    # the write's checkpoint left a slot for a line tmux never read, and every
+    # later command on the session got the reply of the command before it.
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(10):
+            await source.wait_listed()
+            (client,) = source._clients.values()
+            scope = trio.CancelScope()
+            cancelled = trio.Event()
+
+            async def cancelled_command() -> None:
+                with scope:
+                    await client.command("display -p first")
+                cancelled.set()
+
+            # The command waits for the send lock; it is handed the lock and its
+            # scope is cancelled before it runs again, so the cancel arrives at
+            # the first checkpoint of the write, with nothing written yet.
+            await client._send_lock.acquire()
+            nursery.start_soon(cancelled_command)
+            await trio.testing.wait_all_tasks_blocked()
+            client._send_lock.release()
+            scope.cancel()
+            await cancelled.wait()
+            assert scope.cancelled_caught
+            assert await client.command("display -p second") == ((b"second",),)
+            assert await client.command("display -p third") == ((b"third",),)
+            assert source._clients.get(client.session_id) is client
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_command_line_tmux_does_not_read_ends_its_client(
+    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A line written part-way would be joined to the next one: the client is
+    # ended instead, and the source attaches a new one that answers in step.
+    monkeypatch.setattr("mirror_host.panes.tmux._SEND_SECONDS", 0.5)
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(20):
+            await source.wait_listed()
+            (client,) = source._clients.values()
+            # The control client hands its input to the server, which reads it.
+            assert tmux_server.pid is not None
+            pid = tmux_server.pid
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(PaneSourceUnavailable, match="did not read"):
+                    await client.command("display -p '" + "x" * 300_000 + "'")
+                with pytest.raises(PaneSourceUnavailable):
+                    await client.command("display -p refused")
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            await client.done.wait()
+            while source._clients.get(client.session_id) in (None, client):
+                await trio.sleep(0.02)
+            fresh = source._clients[client.session_id]
+            assert await fresh.command("display -p fresh") == ((b"fresh",),)
+        nursery.cancel_scope.cancel()
+
+
 async def test_no_server_or_no_tmux_is_reported_and_retried(
     state_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -385,6 +455,43 @@ async def _absent_servers(state_dir: Path, caplog: pytest.LogCaptureFixture) -> 
             assert (health["kind"], health["state"]) == ("tmux", "unreachable")
             assert expected in health["detail"] and "retrying" in health["detail"]
         assert expected in caplog.text
+
+
+@pytest.mark.parametrize("start", ["run_process", "open_process"])
+async def test_a_process_that_cannot_be_started_is_an_outage_not_the_hosts_end(
+    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch, start: str
+) -> None:
+    # Found in review: only FileNotFoundError was mapped, so EMFILE or EAGAIN
+    # from starting tmux (or its control client) ended the task, and with it
+    # the host's nursery.
+    failing = trio.Event()
+    real = getattr(trio, start) if start == "run_process" else trio.lowlevel.open_process
+
+    async def start_process(*args: Any, **kwargs: Any) -> Any:
+        if not failing.is_set():
+            return await real(*args, **kwargs)
+        raise OSError(errno.EMFILE if start == "run_process" else errno.EAGAIN, "no room")
+
+    failing.set()
+    if start == "run_process":
+        monkeypatch.setattr(trio, "run_process", start_process)
+    else:
+        monkeypatch.setattr(trio.lowlevel, "open_process", start_process)
+    source = TmuxSource(socket_name=tmux_server.name)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(source.run)
+        with trio.fail_after(20):
+            await source.wait_listed()
+            health = source.health()
+            assert health["state"] == "unreachable", health
+            assert "no room" in health["detail"] and "retrying" in health["detail"]
+            assert source._clients == {}
+            failing = trio.Event()  # processes start again: the next retry follows tmux
+            while source.health()["state"] != "following" or not source._clients:
+                await trio.sleep(0.05)
+            (client,) = source._clients.values()
+            assert await client.command("display -p back") == ((b"back",),)
+        nursery.cancel_scope.cancel()
 
 
 def _global_nonce(server: TmuxServer) -> str | None:

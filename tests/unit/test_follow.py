@@ -98,3 +98,31 @@ async def test_the_first_answer_is_news_and_later_ones_are_not() -> None:
     assert follower.problem is None and not follower.in_outage
     assert follower.reached() is True
     assert follower.reached() is False
+
+
+async def test_an_os_error_from_an_attempt_is_an_outage_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Found in review: an OSError (EMFILE opening a socket or starting a process)
+    # that an attempt did not map went through the Follower into the host's nursery.
+    follower = Follower("backend")
+    attempts: list[float] = []
+    answered = trio.Event()
+
+    async def attempt() -> None:
+        attempts.append(trio.current_time())
+        if len(attempts) < 3:
+            raise OSError(24, "Too many open files")
+        follower.reached()
+        answered.set()
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: follower.run(attempt))
+        await trio.sleep(0.5)
+        assert follower.in_outage and follower.problem == "[Errno 24] Too many open files"
+        await answered.wait()
+        start = attempts[0]
+        assert attempts == [start, start + 1.0, start + 3.0]  # waits of 1 s, then 2 s
+        assert follower.problem is None and not follower.in_outage
+        nursery.cancel_scope.cancel()

@@ -57,6 +57,18 @@ def test_a_public_id_reused_after_its_pane_closed_gets_a_new_id() -> None:
     assert again == {"term_1": first["term_a"], "term_2": after["term_z"]}
 
 
+def test_a_pane_closed_down_to_an_empty_session_spends_its_id() -> None:
+    # Found in review: an empty snapshot was taken for a Herdr restart, so the
+    # id of the last pane closed was not retired and went to the next pane that
+    # Herdr gave it to (after a restart without that workspace's pane).
+    identities = PaneIdentities(SESSION)
+    first = identities.assign([pane("w1:p1", "term_1")])
+    assert identities.assign([]) == {}
+    after = identities.assign([pane("w1:p1", "term_9")])
+    assert after["term_9"] != first["term_1"]
+    assert after["term_9"] == pane_uuid(SESSION, "w1:p1", terminal_id="term_9")
+
+
 def test_a_pane_not_restored_frees_nothing_for_the_others() -> None:
     identities = PaneIdentities(SESSION)
     first = identities.assign([pane("w1:p1", "term_a"), pane("w1:p2", "term_b")])

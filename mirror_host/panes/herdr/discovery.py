@@ -11,7 +11,9 @@ mirrors): it carries the pane's new scroll position, which is handed to the
 ``on_scroll`` callback at once, so scroll bounds stay live between snapshots.
 
 Each snapshot is handed to the ``on_listed`` callback, which reconciles what
-the source mirrors. Pane ids come from :class:`~mirror_host.panes.herdr.identity.PaneIdentities`
+the source mirrors. Polls (discovery's own, and the source's after a create or
+a pane not found) run one at a time, so snapshots are applied in the order
+they were read. Pane ids come from :class:`~mirror_host.panes.herdr.identity.PaneIdentities`
 (public pane ids, kept across Herdr restarts). An unreachable or refusing Herdr
 is retried with capped backoff, complaining once per outage.
 """
@@ -96,6 +98,8 @@ class HerdrDiscovery:
         #: False once the server rejected the scroll event type (older than 0.7.2).
         self._scroll_events = True
         self._repoll = trio.Event()
+        #: Held from a snapshot's read until it is applied (``poll``).
+        self._poll_lock = trio.Lock()
         self._listed = trio.Event()
         self._events_healthy = False
         self._has_snapshot: bool | None = None
@@ -129,12 +133,16 @@ class HerdrDiscovery:
         Raises:
             PaneSourceError: Herdr could not be read.
         """
-        started = trio.current_time()
-        snapshot = await self._read_snapshot()
-        self.snapshot = snapshot
-        self.ids = self.identities.assign(snapshot.panes)
-        self.labels = {info.id: (pane, info) for pane, info in pane_labels(snapshot, self.ids)}
-        self._on_listed(snapshot, started)
+        # One poll at a time (discovery, create, a pane that moved each poll): a
+        # snapshot read before another but applied after it would take the panes
+        # created meanwhile for closed ones, and PaneIdentities retires their ids.
+        async with self._poll_lock:
+            started = trio.current_time()
+            snapshot = await self._read_snapshot()
+            self.snapshot = snapshot
+            self.ids = self.identities.assign(snapshot.panes)
+            self.labels = {info.id: (pane, info) for pane, info in pane_labels(snapshot, self.ids)}
+            self._on_listed(snapshot, started)
         agents = frozenset(p.pane_id for p in snapshot.panes if p.agent)
         if agents != self._agent_panes:
             self._agent_panes = agents

@@ -13,16 +13,18 @@ matched against the one before:
    that UUID over (Herdr restarted or handed off and restored the pane);
 3. any other new pane gets the UUID of its public id, unless that id is
    **retired**: a pane that had it went away while Herdr kept running (other
-   terminals lived on). Herdr does not give such an id out again while it
-   runs, but after a restart it can: a workspace closed before it and then
-   created anew gets the same id (reserve_workspace_ids, src/workspace.rs
-   0.8.2). A pane under a retired id gets a UUID of its own (public id and
-   terminal), so a phone that chose the closed pane is never handed the new one.
+   terminals lived on, or no pane was left at all). Herdr does not give such
+   an id out again while it runs, but after a restart it can: a workspace
+   closed before it and then created anew gets the same id
+   (reserve_workspace_ids, src/workspace.rs 0.8.2). A pane under a retired
+   id gets a UUID of its own (public id and terminal), so a phone that chose
+   the closed pane is never handed the new one.
 
 What cannot be told apart: a Herdr started *without* restoring its session
 whose first pane is ``w1:p1`` again, seen by a host that followed the old one
-(the id is not retired, since Herdr went away as a whole). That pane takes
-the old ``w1:p1``'s UUID: the same place, a new shell. And a host started
+(the id is not retired, since Herdr went away as a whole). Unless the host
+saw that Herdr with no pane at all first, that pane takes the old
+``w1:p1``'s UUID: the same place, a new shell. And a host started
 afresh knows no history: it derives every UUID from the public id, so a pane
 that moved keeps its UUID only while the host runs.
 """
@@ -56,7 +58,10 @@ class PaneIdentities:
         current = list(panes)
         terminals = {pane.terminal_id for pane in current}
         kept = terminals & self._by_terminal.keys()
-        restarted = bool(self._by_terminal) and not kept
+        # No terminal kept while some are listed: Herdr restarted (or handed off).
+        # An empty snapshot is not one: its panes closed while Herdr ran, and
+        # their ids are spent like any other closed pane's.
+        restarted = bool(self._by_terminal) and bool(current) and not kept
         assigned: dict[str, UUID] = {}
         taken: set[UUID] = set()
         # Terminals seen before first: their UUIDs are theirs, wherever they are now.

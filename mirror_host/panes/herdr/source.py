@@ -515,8 +515,11 @@ class HerdrSource:
             return {"kind": "herdr", "state": "starting", "detail": detail}
         where = discovery.socket_path
         detail = f"Herdr {discovery.version} (protocol {discovery.protocol}) at {where}"
-        if self._refusal is not None:
-            detail += f"; polling: the herdr program was refused ({self._refusal.message})"
+        refusal = self._refusal
+        program = find_herdr_program(self._herdr_bin) if refusal is not None else None
+        # Only while it still holds: a new program or another server is tried again.
+        if refusal is not None and program is not None and self._refused(program):
+            detail += f"; polling: the herdr program was refused ({refusal.message})"
         return {"kind": "herdr", "state": "following", "detail": detail}
 
     def statistics(self) -> dict[str, Any]:
