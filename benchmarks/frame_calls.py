@@ -108,6 +108,10 @@ def start_host(
     return process, state_dir, port
 
 
+async def callgrind_control(pid: int, *args: str) -> None:
+    await trio.run_process(["callgrind_control", *args, str(pid)], capture_stdout=True)
+
+
 class Counts:
     def __init__(self) -> None:
         self.frames = 0
@@ -121,7 +125,9 @@ async def watch(
     newest = 0
     async with login("127.0.0.1", port, credential) as client:
         await client.send(
-            c.Subscribe(pane_id=pane.id, representation=c.Representation.VT, intent=c.Intent.TAKEOVER)
+            c.Subscribe(
+                pane_id=pane.id, representation=c.Representation.VT, intent=c.Intent.TAKEOVER
+            )
         )
         sub = await client.expect(c.Subscribed)
         assert isinstance(sub, c.Subscribed)
@@ -175,9 +181,8 @@ async def measure(
                 await trio.sleep(0.05)  # stay under the 8 pending handshakes
             await trio.sleep(20 if callgrind else 2)  # warm-up
             if callgrind:
-                control = ["callgrind_control", str(process.pid)]
-                await trio.run_process([*control[:1], "-z", *control[1:]], capture_stdout=True)
-                await trio.run_process([*control[:1], "-i", "on", *control[1:]], capture_stdout=True)
+                await callgrind_control(process.pid, "-z")  # zero what start-up counted
+                await callgrind_control(process.pid, "-i", "on")
             elif profile:
                 process.send_signal(signal.SIGUSR1)
             counts.recording = True
@@ -187,8 +192,8 @@ async def measure(
             cpu = cpu_seconds(process.pid) - cpu_before
             wall = time.perf_counter() - wall_before
             if callgrind:
-                await trio.run_process([*control[:1], "-d", *control[1:]], capture_stdout=True)
-                await trio.run_process([*control[:1], "-i", "off", *control[1:]], capture_stdout=True)
+                await callgrind_control(process.pid, "-d")  # write the counts out
+                await callgrind_control(process.pid, "-i", "off")
             elif profile:
                 process.send_signal(signal.SIGUSR2)
             nursery.cancel_scope.cancel()
@@ -243,17 +248,25 @@ def report(run: dict[str, Any], top: int) -> None:
     frames, lines = run["frames"], run["lines"]
     print(f"panes={run['panes']} rate={run['rate']}/s seconds={run['seconds']:.1f} "
           f"load={' '.join(f'{x:.2f}' for x in run['load'])}")  # fmt: skip
-    print(f"frames delivered={frames} ({frames / run['panes'] / run['seconds']:.1f}/s per "
-          f"subscriber), lines shown={lines} ({lines / max(frames, 1):.2f} per frame)")
-    print(f"host CPU {1000 * run['cpu'] / max(frames, 1):.3f} ms per frame"
-          f"{' (profiled)' if 'calls' in run or 'instructions' in run else ''}")
+    print(
+        f"frames delivered={frames} ({frames / run['panes'] / run['seconds']:.1f}/s per "
+        f"subscriber), lines shown={lines} ({lines / max(frames, 1):.2f} per frame)"
+    )
+    print(
+        f"host CPU {1000 * run['cpu'] / max(frames, 1):.3f} ms per frame"
+        f"{' (profiled)' if 'calls' in run or 'instructions' in run else ''}"
+    )
     if "instructions" in run:
-        print(f"host instructions: {run['instructions'] / max(frames, 1):,.0f} per frame "
-              f"({', '.join(run['dumps'])})")
+        print(
+            f"host instructions: {run['instructions'] / max(frames, 1):,.0f} per frame "
+            f"({', '.join(run['dumps'])})"
+        )
     if "calls" not in run:
         return
-    print(f"host calls: {run['calls'] / max(frames, 1):.1f} per frame, "
-          f"{run['calls'] / max(lines, 1):.1f} per line")
+    print(
+        f"host calls: {run['calls'] / max(frames, 1):.1f} per frame, "
+        f"{run['calls'] / max(lines, 1):.1f} per line"
+    )
     ranked = sorted(run["functions"].items(), key=lambda kv: -kv[1])[:top]
     for name, count in ranked:
         print(f"  {count / max(frames, 1):9.2f}  {name}")
@@ -263,7 +276,9 @@ def compare(before: dict[str, Any], after: dict[str, Any], top: int, by: str) ->
     fb, fa = max(before["frames"], 1), max(after["frames"], 1)
     print(f"calls per frame: {before['calls'] / fb:.1f} -> {after['calls'] / fa:.1f}; "
           f"lines per frame {before['lines'] / fb:.2f} -> {after['lines'] / fa:.2f}")  # fmt: skip
-    field, unit, scale = ("times", "µs (profiled)", 1e6) if by == "time" else ("functions", "calls", 1)
+    field, unit, scale = ("functions", "calls", 1.0)
+    if by == "time":
+        field, unit, scale = ("times", "µs (profiled)", 1e6)
     b_all, a_all = before[field], after[field]
     if by == "time":
         print(f"profiled time per frame: {sum(b_all.values()) * 1e6 / fb:.1f} -> "
@@ -273,7 +288,8 @@ def compare(before: dict[str, Any], after: dict[str, Any], top: int, by: str) ->
         for name in set(b_all) | set(a_all)
     ]
     rows.sort(key=lambda row: -abs(row[2] - row[1]))
-    print(f"{'before':>9} {'after':>9} {'diff':>9}  function ({unit} per frame, largest changes first)")
+    print(f"{'before':>9} {'after':>9} {'diff':>9}  function ({unit} per frame, "
+          "largest changes first)")  # fmt: skip
     for name, b, a in rows[:top]:
         print(f"{b:9.2f} {a:9.2f} {a - b:+9.2f}  {name}")
 
