@@ -142,7 +142,8 @@ class LoggedIn:
     def held(self) -> Lease:
         """The lease; only while :attr:`subscribed`."""
         lease = self._lease
-        assert lease is not None and self.subscribed, "only while subscribed"
+        # Several times per frame: the table read here, not through the property.
+        assert lease is not None and self._link.phase is Phase.SUBSCRIBED, "only while subscribed"
         return lease
 
     # ------------------------------------------------------------ client messages
