@@ -10,9 +10,11 @@ the last write: "Closing" below), plus whatever work the host starts for it:
 * the **writer** drains the session's outbound bytes to the stream;
 * the **timer** sleeps until the session's next deadline (heartbeat, idle,
   authentication) and fires it;
-* **work** the host starts with :meth:`Connection.start_soon` (a subscribe's
-  first capture, a scroll, a history read, input for the pane): it lives in this
-  connection's nursery, so it ends when the connection does.
+* **work** the host starts with :meth:`Connection.start_soon` (a scroll, a
+  history request, input for the pane, the ordered lanes) or
+  :meth:`Connection.start` (a subscription's sampler: back once it answered the
+  subscribe): it lives in this connection's nursery, so it ends when the
+  connection does, by structure; nobody has to remember to cancel it.
 
 The session wakes the writer itself (:meth:`Session.set_waker`): whoever queues
 bytes on it or closes it, from any task, never has to tell the connection.
@@ -132,6 +134,14 @@ class Connection:
         if self._nursery is None or self.session.is_closed:
             return  # not serving (yet, or any more): nothing to do it for
         self._nursery.start_soon(work, *args)
+
+    async def start(self, work: Callable[..., Awaitable[object]], *args: object) -> None:
+        """Run ``work`` beside the reader, as :meth:`start_soon` does, and return
+        once it calls ``task_status.started()``; until then it runs in the
+        caller's task (Trio's ``nursery.start``). Cancelled when the connection ends."""
+        if self._nursery is None or self.session.is_closed:
+            return  # not serving (yet, or any more): nothing to do it for
+        await self._nursery.start(work, *args)
 
     async def run(self) -> None:
         """Serve until the session closes or the peer goes away."""

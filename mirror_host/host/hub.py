@@ -5,7 +5,9 @@ pane (at most one lease per pane, one per connection): granting a subscribe,
 taking a pane over, ending a lease (``ended``: taken over, pane closed, host
 stopping) and freeing it when its connection closes. Each lease has a
 :class:`~mirror_host.host.sampler.Sampler` (host/sampler.py), started by the
-subscribe and cancelled with the lease.
+subscribe in its connection's own nursery: the sampler is the connection's
+work, and ends with it. The hub cancels one only when its lease ends while the
+connection goes on (:meth:`Hub.end`: taken over, pane closed).
 
 Never waiting where the protocol is read: :meth:`Hub.handle_event` is called by
 a connection's reader and returns at once. What needs the source runs in the
@@ -77,7 +79,6 @@ class Hub:
         self.history = HistoryReader(source, wall_clock=wall_clock)
         self._holders: dict[UUID, Sampler] = {}
         self._by_connection: dict[Connection, Sampler] = {}
-        self._nursery: trio.Nursery | None = None
         self.frames_sent = 0
 
     @property
@@ -86,13 +87,12 @@ class Hub:
         return self.requests.capabilities
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the source, the command service, the history reads and the samplers
-        until cancelled; reports started once connections may send it events."""
+        """Run the source, the command service and the history reads until cancelled;
+        reports started once connections may send it events."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.source.run)
             await nursery.start(self.commands.run)
             await nursery.start(self.history.run)
-            self._nursery = nursery
             task_status.started()
             await trio.sleep_forever()
 
@@ -131,7 +131,7 @@ class Hub:
         match event:
             case FrameAcknowledged():
                 if (sampler := self._by_connection.get(connection)) is not None:
-                    sampler.wake()  # the gate is open again
+                    sampler.acknowledged()  # the gate is open again
             case RefreshRequested():
                 if (sampler := self._by_connection.get(connection)) is not None:
                     sampler.refresh()
@@ -186,15 +186,14 @@ class Hub:
         if request.pane_id in self._holders and request.intent is not Intent.TAKEOVER:
             session.send_pane_busy()
             return
-        assert self._nursery is not None, "events come only once the hub runs"
         lease = Lease.for_request(
             request, subscription_id=uuid.uuid4(), capabilities=frozenset(self.capabilities)
         )
         sampler = Sampler(self.source, connection, lease, request.intent)
         # Back once the subscribe is answered (within the first-capture deadline); the
-        # sampler then lives on in the hub's nursery. If this connection goes away
-        # first, the sampler (and the source's watch) goes with it.
-        await self._nursery.start(sampler.run, self)
+        # sampler then lives on in the connection's nursery, and goes (with the
+        # source's watch) when the connection does.
+        await connection.start(sampler.run, self)
 
     def grant(self, sampler: Sampler, first: Capture | None) -> bool:
         """Take the pane for ``sampler`` (``subscribed``, and ``first`` as frame 1), or
@@ -220,18 +219,21 @@ class Hub:
         return True
 
     def end(self, sampler: Sampler, reason: EndReason) -> None:
-        """Send ``ended`` to a holder and forget its lease.
+        """Send ``ended`` to a holder, stop its sampler and forget its lease.
 
-        A sampler that no longer holds its lease (refused, taken over, released:
-        its connection may be back in ``authenticated`` or hold another lease) is
-        only stopped: a host decision on a session that moved on is a no-op.
+        The one place a sampler is cancelled from outside: its lease ends while
+        its connection may go on (until the ``ended`` is flushed, or, for a
+        sampler whose subscribe was refused, for good). A sampler that no
+        longer holds its lease (refused, taken over, released: its connection
+        may be back in ``authenticated`` or hold another lease) is only
+        stopped: a host decision on a session that moved on is a no-op.
         """
+        sampler.scope.cancel()
         if self._forget(sampler):
             sampler.connection.session.send_ended(reason)
 
     def _forget(self, sampler: Sampler) -> bool:
-        """Stop ``sampler`` and free what it holds; whether it held its lease."""
-        sampler.scope.cancel()
+        """Free what ``sampler`` holds; whether it held its lease."""
         if self._by_connection.get(sampler.connection) is not sampler:
             return False
         del self._by_connection[sampler.connection]
@@ -241,7 +243,8 @@ class Hub:
         return True
 
     def release(self, connection: Connection) -> None:
-        """The connection closed: free its pane and its lanes."""
+        """The connection closed: free its pane and its lanes (their tasks, the
+        sampler among them, end with the connection's nursery)."""
         self.requests.release(connection)
         sampler = self._by_connection.get(connection)
         if sampler is not None:

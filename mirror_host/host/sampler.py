@@ -1,8 +1,13 @@
 """One subscription's sampler: watch the pane, capture it when the pacer says. I/O (Trio).
 
-A subscribe starts a :class:`Sampler` with ``nursery.start`` and waits only until
-the subscribe is answered; the sampler then lives on in the hub's nursery for as
-long as its lease. In order:
+A subscribe starts a :class:`Sampler` in its connection's own nursery, with
+``nursery.start`` (:meth:`Connection.start
+<mirror_host.host.connection.Connection.start>`), and waits only until the
+subscribe is answered; the sampler then lives on beside the connection's
+reader for as long as its lease, and ends with the connection by structure
+(nobody has to remember to cancel it). Only a lease that ends while its
+connection goes on (taken over, its pane closed) cancels its sampler, through
+:attr:`Sampler.scope`. In order:
 
 1. It watches the pane and takes the first capture, so ``subscribed`` can carry
    frame 1 (iOS has no Send until it comes). The subscribe is answered with that
@@ -13,10 +18,12 @@ long as its lease. In order:
 2. If that takes more than :data:`FIRST_CAPTURE_SECONDS`, the subscribe is
    answered at that deadline without a first frame, while the watch and the
    capture go on (a first Herdr read can take seconds); that capture, once in,
-   is frame 1 (not thrown away for another one).
+   is frame 1 (not thrown away for another one). Where the subscribe stands
+   is one value, :class:`Answer`.
 3. Once granted and watching, it sleeps until the pacer's next wake or a wakeup
-   (the pane changed, the client acknowledged or asked for a ``refresh``, a
-   scroll was applied) and does what the pacer says
+   (the pane changed, the client asked for a ``refresh``, a scroll was
+   applied, or the client acknowledged while a capture waits for the gate: an
+   acknowledgement with nothing to send wakes nobody) and does what the pacer says
    (:class:`~mirror_host.session.pacer.FramePacer`): nothing, make sure the pane
    is still listed while the gate is shut, or capture and offer the capture to
    the session. It never waits on another subscriber: a slow client's gate just
@@ -34,7 +41,9 @@ then.
 
 from __future__ import annotations
 
+import enum
 import logging
+import math
 from dataclasses import replace
 from typing import Protocol, assert_never
 
@@ -49,7 +58,7 @@ from mirror_host.panes.source import PaneSource
 from mirror_host.session.lease import Lease
 from mirror_host.session.pacer import FramePacer, Pace
 
-__all__ = ["CAPTURE_SECONDS", "FIRST_CAPTURE_SECONDS", "LeaseKeeper", "Sampler"]
+__all__ = ["CAPTURE_SECONDS", "FIRST_CAPTURE_SECONDS", "Answer", "LeaseKeeper", "Sampler"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +67,18 @@ logger = logging.getLogger(__name__)
 FIRST_CAPTURE_SECONDS = 5.0
 #: One capture while sampling; past it, the capture is tried again later.
 CAPTURE_SECONDS = 5.0
+
+
+class Answer(enum.Enum):
+    """Where a sampler's subscribe stands."""
+
+    #: Not answered yet (the watch or the first capture is under way).
+    PENDING = "pending"
+    #: ``subscribed``: the lease is this sampler's.
+    GRANTED = "granted"
+    #: ``paneBusy``, ``subscribe_failed`` or a session already closed: the
+    #: connection is no longer this sampler's to act on.
+    REFUSED = "refused"
 
 
 class LeaseKeeper(Protocol):
@@ -96,12 +117,21 @@ class Sampler:
         self._wakeup = trio.Event()
         #: Cancelled once the subscribe is answered: the first-capture deadline.
         self._deadline = trio.CancelScope()
-        #: ``None`` until the subscribe is answered, then whether it was granted.
-        self._granted: bool | None = None
+        self.answer = Answer.PENDING
 
     def wake(self) -> None:
-        """Something the pacer weighs changed outside it (an acknowledgement, a scroll applied)."""
+        """Something the pacer weighs changed outside it (a scroll applied)."""
         self._wakeup.set()
+
+    def acknowledged(self) -> None:
+        """The client acknowledged the outstanding frame: the gate is open again.
+
+        Only a capture that waited for the gate needs the sampler now; with
+        nothing wanted it sleeps on until the next change, as it would have
+        decided itself, without the task switch (one per frame).
+        """
+        if self.pacer.wants_gate(trio.current_time()):
+            self._wakeup.set()
 
     def refresh(self) -> None:
         """The client asked for a ``refresh``: capture even if nothing changed."""
@@ -146,19 +176,19 @@ class Sampler:
 
     def _answer(
         self, keeper: LeaseKeeper, task_status: trio.TaskStatus[None], first: Capture | None
-    ) -> bool:
-        """Answer the subscribe once; whether the lease is ours."""
-        if self._granted is None:
+    ) -> Answer:
+        """Answer the subscribe once; the answer, given now or before."""
+        if self.answer is Answer.PENDING:
             self._deadline.cancel()
-            self._granted = keeper.grant(self, first)
-            if not self._granted:
-                self.scope.cancel()  # refused: the watch (and a capture under way) goes
+            self.answer = Answer.GRANTED if keeper.grant(self, first) else Answer.REFUSED
+            if self.answer is Answer.REFUSED:
+                self.scope.cancel()  # the watch (and a capture under way) goes
             task_status.started()
-        return self._granted
+        return self.answer
 
     def _refuse(self, task_status: trio.TaskStatus[None], problem: PaneSourceError) -> None:
         """The watch or the first capture failed before the subscribe was answered."""
-        self._granted = False
+        self.answer = Answer.REFUSED
         self._deadline.cancel()
         session = self.connection.session
         if isinstance(problem, PaneNotFound):
@@ -174,15 +204,15 @@ class Sampler:
                 # What changes from here on, the first capture may not show.
                 self.pacer.capture_started(trio.current_time())
                 first = await self._capture()
-                late = self._granted is not None  # answered at the deadline, without it
-                if self._answer(keeper, task_status, first):
+                late = self.answer is not Answer.PENDING  # answered at the deadline, without it
+                if self._answer(keeper, task_status, first) is Answer.GRANTED:
                     if late and session.offer_frame(first, trio.current_time()) is not None:
                         keeper.frame_sent()  # the capture that was under way is frame 1
                     await self._sample(keeper)
         except PaneSourceError as exc:
-            if self._granted is None:
+            if self.answer is Answer.PENDING:
                 self._refuse(task_status, exc)
-            elif not self._granted:
+            elif self.answer is Answer.REFUSED:
                 # Refused (paneBusy, left open) while a capture that could not be
                 # cancelled was under way: the connection is no longer this sampler's.
                 logger.debug(
@@ -196,17 +226,21 @@ class Sampler:
         except Exception as exc:
             # One pane's failure ends its subscriber, never the host.
             logger.exception("%s sampling failed", self.connection.label)
-            if self._granted is None:
+            if self.answer is Answer.PENDING:
                 self._refuse(task_status, PaneSourceError(f"sampling failed: {exc!r}"))
-            elif self._granted:
+            elif self.answer is Answer.GRANTED:
                 session.close("host pane is unavailable")
 
     async def _sample(self, keeper: LeaseKeeper) -> None:
         session, pacer = self.connection.session, self.pacer
         pacer.start(trio.current_time())
         while not session.is_closed:
-            with trio.move_on_at(pacer.next_wake(trio.current_time())):
-                await self._wakeup.wait()
+            wake_at = pacer.next_wake(trio.current_time())
+            if wake_at == math.inf:
+                await self._wakeup.wait()  # only a wakeup: no deadline to keep
+            else:
+                with trio.move_on_at(wake_at):
+                    await self._wakeup.wait()
             self._wakeup = trio.Event()
             now = trio.current_time()
             match pacer.due(now):

@@ -16,8 +16,10 @@ connection: the :class:`~mirror_host.session.link.Link` every state shares
 (decoder, bounded outbound queue, events, heartbeat, idle deadline, the end),
 the :class:`~mirror_host.session.login.Login` (who may log in, by when) and,
 once logged in, :class:`~mirror_host.session.logged_in.LoggedIn` (requests,
-the lease, the command in flight). It keeps the state and moves it only by
-the table in :mod:`mirror_host.session.states`.
+the lease, the command in flight). It moves the state only by the table in
+:mod:`mirror_host.session.states`; the state itself is one value, the link's
+:attr:`~mirror_host.session.link.Link.phase`, which every part asks (is it
+closed, does it hold its lease) and none keeps a copy of.
 
 Requests that need a pane source (a subscribe's first capture, a scroll, a new
 history snapshot) are only *announced* as events; the host answers them later,
@@ -84,16 +86,14 @@ class Session:
         self._link = Link(now)
         self._login = Login(host_id=host_id, identity=identity, nonce=nonce, now=now)
         self._logged_in: LoggedIn | None = None
-        #: The live state; ``CLOSED`` is the link's (see :attr:`phase`).
-        self._phase = Phase.AUTHENTICATING
         self._link.send(self._login.challenge)
 
     # ------------------------------------------------------------ state queries
 
     @property
     def phase(self) -> Phase:
-        """The current state of the table (``CLOSED`` once the link has ended)."""
-        return Phase.CLOSED if self._link.is_closed else self._phase
+        """The current state of the table."""
+        return self._link.phase
 
     @property
     def device_id(self) -> UUID | None:
@@ -102,19 +102,20 @@ class Session:
 
     @property
     def lease(self) -> Lease | None:
-        """The connection's one lease, once granted."""
-        return None if self._logged_in is None else self._logged_in.lease
+        """The connection's one lease while it holds it (``SUBSCRIBED``), else ``None``."""
+        logged_in = self._subscribed()
+        return None if logged_in is None else logged_in.held()
 
     @property
     def is_closed(self) -> bool:
         """True once the session decided to end (bytes may still be queued)."""
-        return self._link.is_closed
+        return self._link.phase is _CLOSED
 
     @property
     def flushes_on_close(self) -> bool:
         """True when the session closed after a last message that must be sent."""
-        closing = self._link.closing
-        return closing is not None and closing.flush
+        link = self._link
+        return link.phase is _CLOSED and link.flushes_on_close
 
     @property
     def outbound_bytes(self) -> int:
@@ -167,10 +168,11 @@ class Session:
             self._violation(exc)
 
     def _handle(self, message: ControlMessage, now: float) -> None:
-        phase = self._phase
+        link = self._link
+        phase = link.phase
         if not accepted(message, phase):
             raise ProtocolViolation(refusal(phase, message))
-        self._phase = CLIENT_TRANSITIONS[phase][type(message)]
+        link.phase = CLIENT_TRANSITIONS[phase][type(message)]
         match message:
             case Ping():
                 self._link.send(Pong())
@@ -184,7 +186,7 @@ class Session:
                 logged_in.receive(message, now)
 
     def _violation(self, exc: RemoteProtocolError) -> None:
-        self._link.close(f"protocol error: {exc}", is_failure=self._phase in LOGIN_PHASES)
+        self._link.close(f"protocol error: {exc}", is_failure=self._link.phase in LOGIN_PHASES)
 
     # ------------------------------------------------------------ time
 
@@ -217,14 +219,14 @@ class Session:
         Raises:
             LocalProtocolError: the current state does not allow ``decision``.
         """
-        phase = self.phase
-        if phase is Phase.CLOSED:
+        phase = self._link.phase
+        if phase is _CLOSED:
             return False
         target = HOST_TRANSITIONS.get(phase, {}).get(decision)
         if target is None:
             raise LocalProtocolError(f"{decision.value} while the session is {phase.value}")
-        if target is not Phase.CLOSED:
-            self._phase = target
+        if target is not _CLOSED:  # the close that follows the last message moves it there
+            self._link.phase = target
         return True
 
     def accept_authentication(self, device_id: UUID, now: float) -> None:
@@ -316,8 +318,8 @@ class Session:
 
     def frame_schedule(self, now: float) -> FrameSchedule:
         """What the lease's sampler should do now (see :class:`FrameSchedule`)."""
-        lease = self.lease if self.phase is Phase.SUBSCRIBED else None
-        return NO_FRAMES if lease is None else lease.frame_schedule(now)
+        logged_in = self._subscribed()
+        return NO_FRAMES if logged_in is None else logged_in.held().frame_schedule(now)
 
     def offer_frame(self, capture: Capture, now: float) -> int | None:
         """Send ``capture`` if the gate allows it; return its sequence or ``None``
@@ -328,8 +330,8 @@ class Session:
     def scroll_applied(self, request_id: UUID, now: float) -> None:
         """The host scrolled the pane; frames settle for 200 ms."""
         logged_in = self._subscribed()
-        if logged_in is not None and logged_in.lease is not None:
-            logged_in.lease.scroll.applied(request_id, now)
+        if logged_in is not None:
+            logged_in.held().scroll.applied(request_id, now)
 
     def scroll_failed(self, request_id: UUID) -> None:
         """The scroll could not be applied: a remembered ``SCROLL_UNAVAILABLE``."""
@@ -342,10 +344,8 @@ class Session:
         """When the history request the capture under way answers arrived (the
         client's own timer started then), or ``None`` when none is under way."""
         logged_in = self._subscribed()
-        lease = None if logged_in is None else logged_in.lease
-        if lease is None or not lease.history.capturing:
-            return None
-        return lease.history.asked_at
+        history = None if logged_in is None else logged_in.held().history
+        return None if history is None or not history.capturing else history.asked_at
 
     def history_captured(
         self, history_id: UUID, text: str, *, truncated: bool, captured_at: float
@@ -370,12 +370,17 @@ class Session:
 
     def _open_logged_in(self) -> LoggedIn | None:
         """The logged-in half, ``None`` once closed; before login, a host bug."""
-        if self.is_closed:
+        phase = self._link.phase
+        if phase is _CLOSED:
             return None
-        if self._logged_in is None:
-            raise LocalProtocolError(f"an answer while the session is {self._phase.value}")
+        if phase in LOGIN_PHASES:
+            raise LocalProtocolError(f"an answer while the session is {phase.value}")
         return self._logged_in
 
     def _subscribed(self) -> LoggedIn | None:
-        """The logged-in half while it holds its lease and is open, else ``None``."""
-        return self._logged_in if self.phase is Phase.SUBSCRIBED else None
+        """The logged-in half while the table says it holds its lease, else ``None``."""
+        return self._logged_in if self._link.phase is _SUBSCRIBED else None
+
+
+_CLOSED = Phase.CLOSED
+_SUBSCRIBED = Phase.SUBSCRIBED

@@ -194,6 +194,12 @@ class ScrollTracker:
         latest = self._latest
         return latest if latest is not None and latest.stage in _PENDING else None
 
+    @property
+    def settled(self) -> bool:
+        """No applied scroll waits for its frame: frames go as the gate allows."""
+        latest = self._latest
+        return latest is None or latest.stage is not ScrollStage.APPLIED
+
     def _applied(self) -> _ScrollRequest | None:
         latest = self._latest
         return latest if latest is not None and latest.stage is ScrollStage.APPLIED else None
@@ -296,8 +302,11 @@ class FrameSchedule:
         return self.passed_at is not None
 
 
-#: The schedule of a connection that holds no lease (or has closed).
+#: The schedule of a connection that holds no lease (or has closed), or whose
+#: gate is shut with no scroll pending.
 NO_FRAMES = FrameSchedule(open=False, passed_at=None, wake_at=None)
+#: The gate is open and no scroll is pending.
+_GATE_OPEN = FrameSchedule(open=True, passed_at=None, wake_at=None)
 
 
 def frame_key(capture: Capture, opt_ins: CaptureOptions) -> object:
@@ -345,6 +354,10 @@ class Lease:
 
     def frame_schedule(self, now: float) -> FrameSchedule:
         """What this lease's sampler should do at ``now`` (see :class:`FrameSchedule`)."""
+        if self.scroll.settled:
+            # The common case, asked several times per frame: no scroll in the
+            # way, so the gate alone decides, and the answer needs no new value.
+            return _GATE_OPEN if self.gate.is_open else NO_FRAMES
         may_send, _ = self.scroll.frame_policy(now)
         deadlines = self.scroll.deadlines()
         return FrameSchedule(

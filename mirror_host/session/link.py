@@ -11,9 +11,13 @@ A :class:`Link` is what every state of a session shares (docs/protocol.md §8):
 * the events for the host, in order;
 * the heartbeat (a ``ping`` every 2 s, missed beats skipped rather than sent in
   a burst) and the idle deadline (8 s without any inbound packet);
-* the end (:class:`Closing`): once closed, nothing more is queued, no event but
-  the one ``ConnectionClosed`` is reported, and unless the close flushes a last
-  message (``paired``, ``ended``) what was queued is dropped: a silent close.
+* the state of the table (:attr:`Link.phase`), the one record of where the
+  connection is in its life: the session moves it by the table
+  (:mod:`mirror_host.session.states`), and everyone who must know asks it;
+* the end (:meth:`Link.close`, from any state: ``CLOSED``): once closed, nothing
+  more is queued, no event but the one ``ConnectionClosed`` is reported, and
+  unless the close flushes a last message (``paired``, ``ended``) what was
+  queued is dropped: a silent close.
 
 A *waker* registered by whoever drives the connection is called whenever bytes
 are queued or the link closes, from whatever decision caused it.
@@ -23,31 +27,21 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mirror_host.control import ControlMessage, Ping, encode_control
 from mirror_host.limits import HEARTBEAT_SECONDS, IDLE_TIMEOUT_SECONDS
 from mirror_host.session.events import ConnectionClosed, Event
+from mirror_host.session.states import Phase
 from mirror_host.wire import ControlPacket, Packet, PacketDecoder, encode_packet
 
 __all__ = [
     "MAX_OUTBOUND_BYTES",
-    "Closing",
     "Link",
 ]
 
 MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
 
-
-@dataclass(frozen=True, slots=True)
-class Closing:
-    """How a link ended. ``reason`` is for logs only, never sent."""
-
-    reason: str
-    #: Counts toward the address's lockout (a failure before login).
-    is_failure: bool
-    #: The last message queued before the close is still sent.
-    flush: bool
+_CLOSED = Phase.CLOSED
 
 
 class Link:
@@ -60,14 +54,19 @@ class Link:
         self._queued_bytes = 0
         self._in_flight_bytes = 0
         self._waker: Callable[[], None] | None = None
-        self.closing: Closing | None = None
+        #: THE state of the connection (module docstring). Only the session moves
+        #: it, by the table, and :meth:`close` ends it; nothing leaves ``CLOSED``.
+        self.phase = Phase.AUTHENTICATING
+        #: The close kept the last message queued (``paired``, ``ended``): it is
+        #: still sent. Says how the ``CLOSED`` state was entered, nothing more.
+        self.flushes_on_close = False
         self._next_ping = now + HEARTBEAT_SECONDS
         self.idle_deadline = now + IDLE_TIMEOUT_SECONDS
 
     @property
     def is_closed(self) -> bool:
         """True once the link ended (bytes to flush may still be queued)."""
-        return self.closing is not None
+        return self.phase is _CLOSED
 
     @property
     def outbound_bytes(self) -> int:
@@ -109,7 +108,7 @@ class Link:
 
     def send_bytes(self, data: bytes) -> None:
         """Queue an encoded packet; past the outbound bound, close instead."""
-        if self.closing is not None:
+        if self.phase is _CLOSED:
             return  # nothing follows the last word
         if self.outbound_bytes + len(data) > MAX_OUTBOUND_BYTES:
             self.close("receiver too slow: more than 16 MiB queued")
@@ -120,7 +119,7 @@ class Link:
 
     def emit(self, event: Event) -> None:
         """Report ``event`` to the host (nothing after the close)."""
-        if self.closing is None:
+        if self.phase is not _CLOSED:
             self._events.append(event)
 
     def next_event(self) -> Event | None:
@@ -158,14 +157,17 @@ class Link:
     # ------------------------------------------------------------ the end
 
     def close(self, reason: str, *, is_failure: bool = False, flush: bool = False) -> None:
-        """End the link; a second close changes nothing.
+        """End the link: ``CLOSED``, from any state; a second close changes nothing.
 
-        Events not yet taken are dropped for the one ``ConnectionClosed``;
-        without ``flush`` so are the queued bytes.
+        ``reason`` is for logs only, never sent; ``is_failure`` counts toward the
+        address's lockout (a failure before login). Events not yet taken are
+        dropped for the one ``ConnectionClosed``; without ``flush`` so are the
+        queued bytes.
         """
-        if self.closing is not None:
+        if self.phase is _CLOSED:
             return
-        self.closing = Closing(reason, is_failure, flush)
+        self.phase = _CLOSED
+        self.flushes_on_close = flush
         self._events.clear()
         self._events.append(ConnectionClosed(reason, is_failure))
         if not flush:

@@ -7,8 +7,11 @@ Theory of operation
 is the second half of its handshake. The session's state table
 (:mod:`mirror_host.session.states`) has already decided that a message is
 accepted in the current state before :meth:`LoggedIn.receive` sees it, so a
-lease-bound message always finds a lease here; what is left are the rules about
-the message's own content:
+lease-bound message always finds a lease here. Whether the connection holds its
+lease is the table's to say (``SUBSCRIBED``, the link's
+:attr:`~mirror_host.session.link.Link.phase`); the lease kept here is only what
+that state carries, read through it. What is left are the rules about the
+message's own content:
 
 * each lease-bound message must name the current lease;
 * input only on ``vt-v1`` and 1 … 65,536 bytes;
@@ -67,7 +70,7 @@ from mirror_host.session.events import (
 from mirror_host.session.history import HistorySnapshot, HistoryStep
 from mirror_host.session.lease import Lease, ScrollOutcome, frame_key
 from mirror_host.session.link import Link
-from mirror_host.session.states import SessionMessage
+from mirror_host.session.states import Phase, SessionMessage
 
 __all__ = [
     "HISTORY_UNAVAILABLE",
@@ -125,10 +128,23 @@ class LoggedIn:
     def __init__(self, link: Link, *, device_id: UUID) -> None:
         #: The device this connection logged in as.
         self.device_id = device_id
-        #: The connection's one lease, once granted.
-        self.lease: Lease | None = None
+        #: What ``SUBSCRIBED`` carries: the lease, set as the table enters that
+        #: state (:meth:`grant`), read only through it (:meth:`held`).
+        self._lease: Lease | None = None
         self.commands = CommandSlot()
         self._link = link
+
+    @property
+    def subscribed(self) -> bool:
+        """The table says the connection holds its lease."""
+        return self._link.phase is Phase.SUBSCRIBED
+
+    def held(self) -> Lease:
+        """The lease; only while :attr:`subscribed`."""
+        lease = self._lease
+        # Several times per frame: the table read here, not through the property.
+        assert lease is not None and self._link.phase is Phase.SUBSCRIBED, "only while subscribed"
+        return lease
 
     # ------------------------------------------------------------ client messages
 
@@ -166,9 +182,9 @@ class LoggedIn:
                 assert_never(message)
 
     def _lease_for(self, subscription_id: UUID) -> Lease:
-        lease = self.lease
-        if lease is None:
+        if not self.subscribed:
             raise ProtocolViolation("lease-bound message without a subscription")
+        lease = self.held()
         if subscription_id != lease.subscription_id:
             raise ProtocolViolation("message names another subscription")
         return lease
@@ -223,13 +239,12 @@ class LoggedIn:
 
     def _on_command(self, message: Command) -> None:
         name = type(message.command_request.request.command).NAME
-        lease = self.lease
         if name in PANE_TARGETED_COMMANDS:
             if message.subscription_id is None:
                 raise ProtocolViolation(f"{name} without a subscription")
             self._lease_for(message.subscription_id)
-        elif lease is not None:
-            if name != "list" or message.subscription_id != lease.subscription_id:
+        elif self.subscribed:
+            if name != "list" or message.subscription_id != self.held().subscription_id:
                 raise ProtocolViolation(f"{name} from a subscribed connection")
         elif message.subscription_id is not None:
             raise ProtocolViolation("command names a subscription this connection does not hold")
@@ -247,8 +262,9 @@ class LoggedIn:
     def grant(
         self, lease: Lease, *, host_run_id: UUID, first_capture: Capture | None, now: float
     ) -> int | None:
-        """Hold ``lease``: ``subscribed``, then the first frame if there is one."""
-        self.lease = lease
+        """Hold ``lease`` (the table has just entered ``SUBSCRIBED``): ``subscribed``,
+        then the first frame if there is one."""
+        self._lease = lease
         self._link.send(
             Subscribed(
                 pane_id=lease.pane_id,
@@ -267,7 +283,7 @@ class LoggedIn:
         as opted in), the frame, then ``scrollResult`` when this frame completes
         a pending scroll.
         """
-        lease = self._held()
+        lease = self.held()
         may_send, force = lease.scroll.frame_policy(now)
         if not may_send:
             return None
@@ -295,7 +311,7 @@ class LoggedIn:
 
     def scroll_failed(self, request_id: UUID) -> None:
         """The scroll could not be applied: a remembered ``SCROLL_UNAVAILABLE``."""
-        lease = self._held()
+        lease = self.held()
         lease.scroll.failed(request_id)
         self._link.send(
             Failure(
@@ -312,7 +328,7 @@ class LoggedIn:
         then the answers to the requests that waited. Returns True when one of
         them asks for another snapshot.
         """
-        lease = self._held()
+        lease = self.held()
         if snapshot is None:
             self._link.send(
                 Failure(error=HISTORY_UNAVAILABLE, subscription_id=lease.subscription_id)
@@ -332,11 +348,6 @@ class LoggedIn:
                 command_response=CommandResponse(request_id=request_id, response=response)
             )
         )
-
-    def _held(self) -> Lease:
-        lease = self.lease
-        assert lease is not None, "only called while subscribed"
-        return lease
 
 
 _SCROLL_REFUSALS = {

@@ -12,6 +12,10 @@ does asks it two questions at ``now`` and tells it what happened.
   make sure the pane is still listed (the gate is shut), or capture and offer.
 * :meth:`FramePacer.next_wake` says when to ask again if nothing wakes the
   sampler first (a change, an acknowledgement, a ``refresh``, a scroll applied).
+* :meth:`FramePacer.wants_gate` says whether an acknowledgement (the gate
+  opening) gives the sampler anything to do: only if a capture waits for the
+  gate. Most acknowledgements come before the pane changes again, and
+  waking the sampler for them would only have it decide to wait.
 
 A capture is wanted when the pane changed, a ``refresh`` (or a subscribe without
 a first frame) asks for one, a pending scroll's deadline passed since the last
@@ -130,6 +134,12 @@ class FramePacer:
         if self._wanted(now, schedule) and now >= self._last_frame + MIN_FRAME_SECONDS:
             return Pace.CAPTURE
         return Pace.WAIT
+
+    def wants_gate(self, now: float) -> bool:
+        """Whether the gate opening at ``now`` gives the sampler something to do: a
+        capture is wanted, or a retry waits for the gate (which :meth:`next_wake`
+        leaves out while the gate is shut)."""
+        return self._retry_at != _NEVER or self._wanted(now, self._schedule(now))
 
     def next_wake(self, now: float) -> float:
         """When to ask :meth:`due` again if nothing wakes the sampler first

@@ -102,6 +102,10 @@ class Phase(enum.Enum):
     SUBSCRIBED = "subscribed"
     CLOSED = "closed"
 
+    # Looked up in the table on every packet: hash by identity, as ``==`` already
+    # compares (Enum's own ``__hash__`` is Python code hashing the name).
+    __hash__ = object.__hash__
+
 
 #: Messages a client may send in any state that reads packets.
 LinkMessage = Ping | Pong

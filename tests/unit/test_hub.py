@@ -279,6 +279,26 @@ async def test_a_connection_gone_during_a_slow_first_capture_leaves_no_watcher(
         assert status["subscribed"] == 0
 
 
+async def test_a_connection_that_ends_takes_its_sampler_with_it_without_being_released(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The sampler is the connection's own work (its nursery): it ends with the
+    connection by structure, not because somebody remembered to cancel it."""
+    source = MemorySource()
+    pane = source.add_pane()
+    async with hub_with(source) as (hub, owner, nursery):
+        owner.connection_closed = lambda connection, event: owner.closed.append(event)  # type: ignore[method-assign]
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        await peer.frame_with(sub, "")
+        assert source.panes[pane].watchers
+        await peer.stream.aclose()
+        await trio.sleep(1.0)
+        assert owner.closed  # reported, and the hub never told: nothing released
+        assert (await hub.status())["subscribed"] == 1
+        assert not source.panes[pane].watchers  # yet the sampler and its watch are gone
+
+
 async def test_a_retry_while_the_read_is_still_under_way_joins_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

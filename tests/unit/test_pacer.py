@@ -175,6 +175,39 @@ def test_a_retry_waits_for_the_gate() -> None:
     assert p.due(11.5) is Pace.CAPTURE
 
 
+def test_an_acknowledgement_wakes_the_sampler_only_for_what_waited_for_the_gate() -> None:
+    gate = Gate()
+    p = pacer(gate)
+    p.changed()
+    capture(p, 10.5)
+    gate.open = False  # the frame waits for its acknowledgement
+    assert p.due(10.55) is Pace.CHECK_LISTED
+    gate.open = True  # acknowledged
+    assert not p.wants_gate(10.6)  # nothing changed meanwhile: nothing to do
+    assert p.due(10.6) is Pace.WAIT and p.next_wake(10.6) == math.inf
+    gate.open = False
+    p.changed()  # behind the shut gate
+    gate.open = True
+    assert p.wants_gate(10.7)
+    assert p.due(10.7) is Pace.CAPTURE
+
+
+def test_a_retry_or_a_passed_scroll_deadline_behind_the_gate_wakes_the_sampler() -> None:
+    gate = Gate(open=False)
+    p = pacer(gate)
+    p.capture_started(11.0)
+    p.capture_timed_out(11.0)
+    gate.open = True
+    assert p.wants_gate(11.1)  # before its time, but the shut gate's sleep left it out
+    assert p.next_wake(11.1) == pytest.approx(11.0 + POLL_SECONDS)
+    capture(p, 11.2)
+    gate.open, gate.deadlines = False, (12.2, 12.8)
+    assert p.next_wake(12.0) == pytest.approx(12.2)
+    gate.open = True
+    assert not p.wants_gate(12.1)  # its deadline still wakes the sampler by itself
+    assert p.wants_gate(12.3)  # passed behind the gate: answered as it opens
+
+
 # ---------------------------------------------------------------- any history
 
 
@@ -193,8 +226,10 @@ def test_a_sampler_driven_by_the_pacer_never_spins_and_keeps_the_floor(
     events: list[tuple[float, str]],
 ) -> None:
     """Run a sampler the way the hub does, against outside events at given delays:
-    frames are at least 16 ms apart, every wanted capture happens, and the loop
-    never wakes twice at the same moment without doing something."""
+    frames are at least 16 ms apart, every wanted capture happens, the loop
+    never wakes twice at the same moment without doing something, and an
+    acknowledgement (the gate opening) that does not wake the sampler
+    (``wants_gate``) leaves nothing for it to do."""
     gate = Gate()
     p = FramePacer(gate)
     now = 0.0
@@ -226,7 +261,11 @@ def test_a_sampler_driven_by_the_pacer_never_spins_and_keeps_the_floor(
         elif what == "shut":
             gate.open = False
         elif what == "open":
+            asleep_until = p.next_wake(now)  # what the sampler sleeps on, gate shut or not
             gate.open = True
+            if not p.wants_gate(now):
+                assert p.due(now) is not Pace.CAPTURE
+                assert p.next_wake(now) == asleep_until
         elif what == "timeout":
             p.capture_timed_out(now)
         elif what == "scroll" and not gate.deadlines:  # applied now: settle, then force

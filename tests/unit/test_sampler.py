@@ -102,6 +102,33 @@ async def test_behind_a_shut_gate_a_change_only_checks_the_listing_and_a_gone_pa
         assert ended and sub
 
 
+async def test_an_acknowledgement_sends_what_changed_behind_the_gate_and_reads_nothing_else(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    source = MemorySource()
+    pane = source.add_pane()
+    async with hub_with(source) as (_, owner, nursery):
+        peer = await connect(owner, nursery)
+        sub = await subscribe(peer, pane)
+        frame = await peer.next(VTFramePacket)
+        await trio.sleep(1.0)
+        captures = source.panes[pane].captures
+        await peer.send(c.Acknowledge(sequence=frame.sequence, subscription_id=sub))
+        await trio.sleep(1.0)
+        assert source.panes[pane].captures == captures  # nothing changed: nothing read
+        source.output(pane, b"after the ack")
+        frame = await peer.next(VTFramePacket, within=0.001)  # at once: the gate is open
+        assert b"after the ack" in frame.data
+        source.output(pane, b" and behind the gate")
+        await trio.sleep(1.0)
+        acknowledged = trio.current_time()
+        await peer.send(c.Acknowledge(sequence=frame.sequence, subscription_id=sub))
+        frame = await peer.next(VTFramePacket, within=0.001)
+        assert b"behind the gate" in frame.data
+        assert trio.current_time() == pytest.approx(acknowledged)
+        assert source.panes[pane].captures == captures + 2
+
+
 async def test_refresh_sends_the_unchanged_screen_again(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -267,9 +267,11 @@ def test_client_may_not_send_frames() -> None:
 
 def test_outbound_queue_over_16_mib_closes() -> None:
     session, _ = subscribed()
+    lease = session.lease  # held until the close below (a closed session holds none)
+    assert lease is not None
     big = b"x" * (4 * 1024 * 1024 - 100)
     for i in range(5):
-        session.lease.gate.outstanding = None  # type: ignore[union-attr]
+        lease.gate.outstanding = None
         session.offer_frame(vt(big + bytes([i])), 1.0)
     assert session.outbound_bytes <= MAX_OUTBOUND_BYTES
     assert "too slow" in closed_reason(session).reason

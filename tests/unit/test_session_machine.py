@@ -18,7 +18,10 @@ A model written from docs/protocol.md, not from the session's code, predicts
 after every step the exact messages the session sends and the events it
 reports. Invariants check what must hold over the whole transcript:
 
-* the state and the timer are the model's;
+* the state and the timer are the model's, and so is everything read off the
+  state alone: whether the session is closed, whether a close keeps its last
+  message, and the lease, held (the one granted) exactly while ``SUBSCRIBED``
+  (a closed session holds none);
 * at most 16 MiB is ever queued or in flight;
 * a closed session says nothing more and reports nothing more, whatever the
   host still asks of it;
@@ -175,6 +178,7 @@ class Model:
 
     pairing: bool
     phase: Phase = Phase.AUTHENTICATING
+    flushed: bool = False  # the close kept its last message (paired, ended)
     now: float = 0.0
     next_ping: float = 2.0
     idle_deadline: float = 8.0
@@ -219,7 +223,7 @@ class Model:
         if self.phase is Phase.CLOSED:
             return
         event(f"closed in {self.phase.value}")
-        self.phase = Phase.CLOSED
+        self.phase, self.flushed = Phase.CLOSED, flush
         self.events = [ConnectionClosed("", failure)]
         if not flush:
             self.out.clear()
@@ -1071,8 +1075,11 @@ class SessionMachine(RuleBasedStateMachine):
         model, session = self.model, self.session
         assert session.phase is model.phase
         assert session.is_closed == (model.phase is Phase.CLOSED)
+        assert session.flushes_on_close == (model.phase is Phase.CLOSED and model.flushed)
+        lease = session.lease
+        assert (lease is not None) == (model.phase is Phase.SUBSCRIBED)
+        assert lease is None or lease.subscription_id == model.subscription_id
         if model.phase is not Phase.CLOSED:
-            assert (session.lease is not None) == (model.phase is Phase.SUBSCRIBED)
             deadline = min(model.next_ping, model.idle_deadline)
             if model.phase in (Phase.AUTHENTICATING, Phase.VERIFYING):
                 deadline = min(deadline, model.login_deadline)
