@@ -101,9 +101,16 @@ class _ShellBackend:
 
 @asynccontextmanager
 async def host_for_suite(
-    state_dir: Path, *, commands: bool = False, pane: str = PANE_COMMAND, own: bool = False
+    state_dir: Path,
+    *,
+    commands: bool = False,
+    pane: str = PANE_COMMAND,
+    own: bool = False,
+    printed: str | None = None,
 ) -> AsyncIterator[Host]:
-    """A local host; ``own``: with mirror-host's own local commands (``shell-send`` on)."""
+    """A local host; ``own``: with mirror-host's own local commands (``shell-send`` on);
+    ``printed``: yielded once the pane's screen or scrollback shows it (a loaded
+    machine may take a while to read a long output)."""
     source = LocalSource([pane], columns=80, rows=24)
     service = CommandService(_ShellBackend()) if commands else None  # type: ignore[arg-type]
     if own:
@@ -115,6 +122,10 @@ async def host_for_suite(
                     host_config(state_dir), source, commands=service, task_status=task_status
                 )
             )
+            if printed is not None:
+                with trio.fail_after(30):
+                    while not any(printed in p.screen.history_text() for p in source.live_panes()):
+                        await trio.sleep(0.05)
             try:
                 yield host
             finally:
@@ -134,8 +145,11 @@ async def run_against(
     allow_input: bool = True,
     wait: float = WAIT,
     own: bool = False,
+    printed: str | None = None,
 ) -> dict[str, CheckResult]:
-    async with host_for_suite(state_dir, commands=commands, pane=pane, own=own) as host:
+    async with host_for_suite(
+        state_dir, commands=commands, pane=pane, own=own, printed=printed
+    ) as host:
         code = (await host.open_pairing_window()).code
         results = await run_suite(
             HostAddress("127.0.0.1", port_of(host)),
@@ -565,7 +579,11 @@ async def test_history_on_a_pane_that_runs_no_shell_still_passes(state_dir: Path
 
 async def test_a_long_history_is_walked_in_part_then_checked_at_line_0(state_dir: Path) -> None:
     results = await run_against(
-        state_dir, ("history.pages",), pane="seq 1 5000; exec sh", allow_input=False
+        state_dir,
+        ("history.pages",),
+        pane="seq 1 5000; exec sh",
+        allow_input=False,
+        printed="\n5000\n",
     )
     result = results["history.pages"]
     assert result.status is Status.PASSED, _statuses(results)
