@@ -15,19 +15,41 @@ from mirror_host.client.client import Credential, login
 from mirror_host.host.admin_client import STATUS_FILE, admin_request
 
 
+def ticker(rate: float) -> str:
+    """A pane command printing its wall clock in nanoseconds ``rate`` times a second."""
+    return (
+        f"{sys.executable} -c 'import time\n"
+        "while True:\n"
+        "    print(time.time_ns(), flush=True)\n"
+        f"    time.sleep({1 / rate!r})'"
+    )
+
+
 def start_host(
-    args: list[str], *, cpu: int | None = None
+    args: list[str],
+    *,
+    cpu: int | None = None,
+    python: list[str] | None = None,
+    wrap: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    start_seconds: float = 30,
 ) -> tuple[subprocess.Popen[bytes], Path, int]:
-    """Run ``mirror-host serve`` (optionally pinned to one CPU); return it, its state dir, port."""
+    """Run ``mirror-host serve`` (optionally pinned to one CPU); return it, its state dir, port.
+
+    ``python``: what runs the package instead of ``python -m mirror_host`` (a profiling
+    wrapper); ``wrap``: a command put in front (valgrind); ``env``: added variables.
+    """
     state_dir = Path(tempfile.mkdtemp(prefix="mh-bench-", dir="/tmp"))
-    command = [sys.executable, "-m", "mirror_host", "serve", "--listen", "127.0.0.1:0",
+    entry = python if python is not None else [sys.executable, "-m", "mirror_host"]
+    command = [*entry, "serve", "--listen", "127.0.0.1:0",
                "--state-dir", str(state_dir), "--log-level", "warning", *args]  # fmt: skip
     if cpu is not None:
         command = ["taskset", "-c", str(cpu), *command]
-    env = {**os.environ, "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "64"}
-    process = subprocess.Popen(command, env=env)
+    command = [*(wrap or []), *command]
+    variables = {**os.environ, "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "64", **(env or {})}
+    process = subprocess.Popen(command, env=variables)
     status = state_dir / STATUS_FILE
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + start_seconds
     while not status.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("the host did not start")

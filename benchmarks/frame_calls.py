@@ -45,9 +45,9 @@ from typing import Any
 
 import trio
 
+from benchmarks.common import cpu_seconds, list_panes, open_window, start_host, ticker
 from mirror_host import control as c
 from mirror_host.client.client import Credential, login, pair_device
-from mirror_host.host.admin_client import STATUS_FILE, admin_request
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
 #: The host, with a profiler that SIGUSR1 starts and SIGUSR2 stops and writes out.
@@ -68,44 +68,20 @@ runpy.run_module("mirror_host", run_name="__main__")
 STAMP = re.compile(rb"(?<!\d)1[7-9]\d{17}(?!\d)")
 
 
-def ticker(rate: float) -> str:
-    return (
-        f"{sys.executable} -c 'import time\n"
-        "while True:\n"
-        "    print(time.time_ns(), flush=True)\n"
-        f"    time.sleep({1 / rate!r})'"
-    )
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_host(
+def start_profiled_host(
     args: list[str], profile_out: Path, callgrind: bool
 ) -> tuple[subprocess.Popen[bytes], Path, int]:
-    state_dir = Path(tempfile.mkdtemp(prefix="mh-calls-", dir="/tmp"))
-    command = [sys.executable, "-c", WRAPPER, "serve", "--listen", "127.0.0.1:0",
-               "--state-dir", str(state_dir), "--log-level", "warning", *args]  # fmt: skip
-    if callgrind:
-        # Counted only between `callgrind_control -i on` and the dump (below).
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                   f"--callgrind-out-file={profile_out}.cg", *command]  # fmt: skip
-    env = {
-        **os.environ,
-        "MIRROR_HOST_SERVER_MAX_CONNECTIONS": "64",
-        "MH_PROFILE_OUT": str(profile_out),
-    }
-    process = subprocess.Popen(command, env=env)
-    status = state_dir / STATUS_FILE
-    deadline = time.monotonic() + (600 if callgrind else 30)
-    while not status.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the host did not start")
-        time.sleep(0.05)
-    port = int(json.loads(status.read_text())["listen"].rsplit(":", 1)[1])
-    return process, state_dir, port
+    """The host under cProfile (the wrapper above), or under callgrind, counting only
+    between ``callgrind_control -i on`` and the dump (below)."""
+    wrap = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={profile_out}.cg"] if callgrind else None  # fmt: skip
+    return start_host(
+        args,
+        python=[sys.executable, "-c", WRAPPER],
+        wrap=wrap,
+        env={"MH_PROFILE_OUT": str(profile_out)},
+        start_seconds=600 if callgrind else 30,
+    )
 
 
 async def callgrind_control(pid: int, *args: str) -> None:
@@ -164,19 +140,15 @@ async def measure(
 ) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="mh-calls-out-", dir="/tmp")) / "host.prof"
     args = [arg for _ in range(panes) for arg in ("--local-command", ticker(rate))]
-    process, state_dir, port = start_host(args, out, callgrind)
+    process, state_dir, port = start_profiled_host(args, out, callgrind)
     try:
         credentials = []
         for i in range(2):
-            code = admin_request(state_dir, {"op": "pair"})["code"]
+            code = open_window(state_dir)
             credentials.append(await pair_device("127.0.0.1", port, code, f"calls {i}"))
-        async with login("127.0.0.1", port, credentials[0]) as lister:
-            await lister.send(c.ListPanes())
-            listing = await lister.expect(c.Panes)
-        assert isinstance(listing, c.Panes)
         counts = Counts()
         async with trio.open_nursery() as nursery:
-            for index, pane in enumerate(listing.panes):
+            for index, pane in enumerate(await list_panes(port, credentials[0])):
                 nursery.start_soon(watch, port, credentials[index % 2], pane, counts, ack_delay)
                 await trio.sleep(0.05)  # stay under the 8 pending handshakes
             await trio.sleep(20 if callgrind else 2)  # warm-up

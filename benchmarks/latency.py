@@ -21,22 +21,23 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import trio
 
-from benchmarks.common import cpu_seconds, list_panes, open_window, percentile, start_host
+from benchmarks.common import (
+    cpu_seconds,
+    list_panes,
+    open_window,
+    percentile,
+    start_host,
+    ticker,
+)
 from mirror_host import control as c
 from mirror_host.client.client import Credential, login, pair_device
 from mirror_host.wire import TextFramePacket, VTFramePacket
 
-TICKER = (
-    f"{sys.executable} -c 'import time\n"
-    "while True:\n"
-    "    print(time.time_ns(), flush=True)\n"
-    "    time.sleep(0.02)'"
-)
+TICKER = ticker(50.0)
 STAMP = re.compile(rb"(?<!\d)1[7-9]\d{17}(?!\d)")
 
 
