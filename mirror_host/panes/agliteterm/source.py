@@ -93,7 +93,7 @@ from mirror_host.panes.agliteterm.render import (
 )
 from mirror_host.panes.agliteterm.scrollback import ScrolledView, scroll_step
 from mirror_host.panes.agliteterm.transport import Transport
-from mirror_host.panes.mirrors import HICCUP_SECONDS, MirrorTable, PaneMirror
+from mirror_host.panes.mirrors import MirrorTable, PaneMirror
 from mirror_host.panes.model import PaneInfo
 from mirror_host.panes.source import Health
 
@@ -358,9 +358,10 @@ class AgliteSource:
         """The first screen, waited for a while (a slow or failed read starts blank)."""
         with trio.move_on_after(FIRST_READ_SECONDS):
             try:
-                await self._read_into(mirror)
-            except AgliteSessionNotFound:
-                await self._confirm_gone(mirror)
+                try:
+                    await self._read_into(mirror)
+                except AgliteSessionNotFound:
+                    await self._confirm_gone(mirror)
             except PaneSourceError as exc:
                 mirror.hiccup(exc)
 
@@ -481,13 +482,13 @@ class AgliteSource:
             mirror.changed()
 
     async def _confirm_gone(self, mirror: Mirror) -> None:
-        """agliteterm says ``session not found``: the tree decides whether it is gone."""
-        try:
-            await self.discovery.poll()
-        except PaneSourceError as exc:
-            mirror.hiccup(exc)
-            await trio.sleep(HICCUP_SECONDS)
-            return
+        """agliteterm says ``session not found``: the tree decides whether it is gone.
+
+        Raises:
+            PaneSourceError: the tree could not be read (the feed's loop reports it
+                and tries again, as for any failed read).
+        """
+        await self.discovery.poll()
         if mirror.uuid not in self.discovery.panes:
             mirror.vanish()
 

@@ -265,9 +265,7 @@ class HerdrSource:
 
     async def _first_read(self, mirror: Mirror) -> None:
         """The pane's visible rows, drawn before the first capture (and before its feed)."""
-        text = await self._poller.read(mirror.pane)
-        mirror.last_text = text
-        mirror.screen = self._poller.draw(mirror.pane, text, mirror.screen)
+        await self._poller.redraw(mirror)
         self._follow_scroll()
 
     async def _unwatched(self, mirror: Mirror) -> None:
