@@ -272,6 +272,12 @@ class AgentPaneTarget:
         agent or a screen we cannot read may change; "ready" needs a second look (a
         half-drawn screen could fake it)."""
         found, processes = await _look(self.panes, pane_id)
+        return self.verdict(found, processes)
+
+    def verdict(
+        self, found: Detection, processes: tuple[ForegroundProcess, ...]
+    ) -> Look[AgentReading]:
+        """:meth:`look`'s answer for what one look found."""
         refusal = _refusal(found)
         if refusal is None:
             return Ready(AgentReading(found, processes), second_look=True, identity=found.pid)

@@ -40,8 +40,9 @@
     would paste the Windows clipboard), which agliteterm brackets exactly
     when the agent asked for bracketed paste; a prompt with line breaks or
     tabs goes between explicit bracketed-paste markers through
-    ``session.type`` instead (an agent without bracketed paste shows them, the
-    echo check fails, and no Enter is sent). Enter is ``session.type "\\r"``.
+    ``session.type`` instead (an agent without bracketed paste would take a
+    line break as Enter before any check; every agent the host recognises
+    turns bracketed paste on). Enter is ``session.type "\\r"``.
 
   A refusal that wrote nothing (the pane's input busy or reserved) is
   ``DISPATCH_TARGET_BUSY``; ``N of M bytes written``, a chunk still in flight
@@ -61,6 +62,7 @@ from mirror_host.agents import (
     AgentState,
     ForegroundProcess,
     ScreenView,
+    detect,
     read_screen,
 )
 from mirror_host.commands import catalogue
@@ -73,7 +75,12 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.delivery import DeliveryTiming, Look, NotYet, Refused
 from mirror_host.commands.launch import AgentPaneCommands, task_status
-from mirror_host.commands.responses import cli_error, still_working, waiting_for_answer
+from mirror_host.commands.responses import (
+    AGENT_WHO,
+    cli_error,
+    still_working,
+    waiting_for_answer,
+)
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand
 from mirror_host.control.swiftjson import JSONValue
@@ -236,6 +243,15 @@ class AgliteCommandSource(Protocol):
         ...
 
 
+def stand_in(record: SessionPane, view: ScreenView) -> tuple[ForegroundProcess, ...]:
+    """The agent ``view`` shows, as one pseudo-process whose ``pid`` is the pane's
+    ``statusChangedAt`` (it changes exactly when the agent reports something new)."""
+    agent = recognise(view)
+    if agent is None:
+        return ()
+    return (ForegroundProcess(pid=record.status_changed_at or 0, name=agent.value),)
+
+
 class AgliteAgentPanes:
     """:class:`~mirror_host.commands.agent_input.AgentPanes` over agliteterm's panes."""
 
@@ -251,10 +267,7 @@ class AgliteAgentPanes:
         record = await self.source.fresh_record(pane_id)
         if status_state(record.status) is None:
             return ()
-        agent = recognise(await self.screen(pane_id))
-        if agent is None:
-            return ()
-        return (ForegroundProcess(pid=record.status_changed_at or 0, name=agent.value),)
+        return stand_in(record, await self.screen(pane_id))
 
     async def screen(self, pane_id: UUID) -> ScreenView:
         screen, (_, rows) = await self.source.read_screen(pane_id)
@@ -288,6 +301,7 @@ class AgliteTarget(AgentPaneTarget):
 
     def __init__(self, panes: AgliteAgentPanes) -> None:
         super().__init__(panes)
+        self.aglite_panes = panes
         self.source = panes.source
 
     async def look(self, pane_id: UUID) -> Look[AgentReading]:
@@ -303,8 +317,11 @@ class AgliteTarget(AgentPaneTarget):
             who = f"agliteterm reports the pane's agent {record.status!r}: it"
             return Refused(BUSY, waiting_for_answer(who))
         if state is AgentState.WORKING:
-            return NotYet(BUSY, still_working("The pane's agent"))
-        return await super().look(pane_id)
+            return NotYet(BUSY, still_working(AGENT_WHO))
+        # One read of the screen for the stand-in and the verdict alike.
+        view = await self.aglite_panes.screen(pane_id)
+        processes = stand_in(record, view)
+        return self.verdict(detect(processes, view), processes)
 
 
 def _configured(_profile: Profile) -> bool:
