@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
+from mirror_host.agents.layout import squash
 from mirror_host.commands.agent_input import BUSY, prompt_problem
 from mirror_host.commands.delivery import (
     Delivered,
@@ -41,7 +42,7 @@ from mirror_host.commands.delivery import (
     Verdict,
     watch_echo,
 )
-from mirror_host.commands.responses import NO_AGENT, still_working, waiting_for_answer
+from mirror_host.commands.responses import AGENT_WHO, NO_AGENT, still_working, waiting_for_answer
 from mirror_host.errors import InputRefused
 from mirror_host.panes.herdr.protocol import (
     HerdrError,
@@ -65,7 +66,6 @@ _NOT_WRITTEN = {
 }
 #: The echo check compares the end of the prompt, without whitespace (the agent may wrap it).
 _TAIL = 24
-_WHO = "The pane's agent"
 
 
 class HerdrPanes(Protocol):
@@ -134,9 +134,9 @@ class HerdrTarget:
         if not pane.agent:
             return Refused("AGENT_NOT_FOUND", NO_AGENT)
         if pane.agent_status == "blocked":
-            return Refused(BUSY, waiting_for_answer(_WHO))
+            return Refused(BUSY, waiting_for_answer(AGENT_WHO))
         if pane.agent_status == "working":
-            return NotYet(BUSY, still_working(_WHO))
+            return NotYet(BUSY, still_working(AGENT_WHO))
         return Ready(HerdrAim(pane, pane.pane_id))
 
     async def _fresh(self, record: HerdrPane) -> HerdrPane:
@@ -166,7 +166,7 @@ class HerdrTarget:
             except HerdrError as exc:
                 why = _NOT_WRITTEN.get(exc.code)
                 if why is not None:
-                    raise InputRefused(why.format(who=_WHO, message=exc.message)) from exc
+                    raise InputRefused(why.format(who=AGENT_WHO, message=exc.message)) from exc
                 raise
             # Refused as unknown, it wrote nothing; but the lease may have gone meanwhile.
             guard.check()
@@ -177,7 +177,7 @@ class HerdrTarget:
 
     async def confirm(self, delivery: Delivery, state: HerdrAim) -> Verdict:
         """The end of the text shows in the pane."""
-        wanted = "".join(delivery.text.split())[-_TAIL:]
+        wanted = squash(delivery.text)[-_TAIL:]
 
         async def echo() -> Echoed | None:
             result = await self.client.call(
@@ -185,7 +185,7 @@ class HerdrTarget:
             )
             read = result.get("read")
             text = read.get("text") if isinstance(read, dict) else None
-            seen = isinstance(text, str) and wanted in "".join(text.split())
+            seen = isinstance(text, str) and wanted in squash(text)
             return Echoed() if seen else None
 
         return await watch_echo(delivery.timing, echo, "the text never appeared in the pane")

@@ -14,6 +14,7 @@ import unicodedata
 from mirror_host.control.swiftjson import JSONValue
 
 __all__ = [
+    "AGENT_WHO",
     "BAD_PROFILE",
     "BAD_REQUEST",
     "BAD_TARGET",
@@ -69,6 +70,8 @@ INPUT_UNCONFIRMED = "Input delivery is unconfirmed. Check the pane before retryi
 # every source alike.
 PANE_GONE = "The selected pane is gone."
 NO_AGENT = "No agent is running in the selected pane."
+#: Who a refusal names when the agent's own name is not known.
+AGENT_WHO = "The pane's agent"
 MAC_TYPING = "Someone is typing in this pane on a Mac; nothing was sent."
 #: A ready-looking screen that did not look the same twice before the grace ran out.
 UNSTEADY = "The pane's screen kept changing; nothing was sent. Send again in a moment."

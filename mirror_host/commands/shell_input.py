@@ -150,12 +150,15 @@ class Handover:
     pid: int
     directory: ShellDirectory
     request_id: str = field(default_factory=new_request_id)
-    #: How long the shell has to answer: none once the trigger failed (it may or may
-    #: not have reached the shell; the host cancels at once and the file decides).
-    answer_seconds: float = ANSWER_SECONDS
-    #: Why the trigger failed, if it did: what the phone hears when the host's cancel
-    #: then wins (the shell never saw it), instead of "did not take it within 2 s".
+    #: Why the trigger failed, if it did. It may or may not have reached the shell,
+    #: so the host cancels at once and the file decides; if the cancel wins (the
+    #: shell never saw it) this is what the phone hears, not "did not take it in 2 s".
     trigger_error: PaneSourceError | None = None
+
+    @property
+    def answer_seconds(self) -> float:
+        """How long the shell has to answer: none once the trigger failed."""
+        return 0.0 if self.trigger_error is not None else ANSWER_SECONDS
 
 
 # ------------------------------------------------------------------ 2. verify
@@ -264,7 +267,6 @@ class ShellTarget:
         except PaneSourceError as exc:
             # It may have reached the shell or not: cancel at once, and the file decides.
             logger.info("the trigger for a shell pane may not have been written: %s", exc)
-            state.answer_seconds = 0.0
             state.trigger_error = exc
         except BaseException:
             directory.remove_exchange(pid, request_id)
