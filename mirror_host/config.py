@@ -780,7 +780,9 @@ def build_config(layers: Iterable[Layer], *, on_problem: OnProblem = None) -> Co
 
 #: Settings that name the same thing two ways: a layer that sets one overrides the
 #: other as set by the layers under it (``--tmux-socket`` beats a config file's
-#: ``tmux.socket_path``); one layer that sets both is told it may not.
+#: ``tmux.socket_path``). One layer that sets both keeps both: serve's flags are
+#: exclusive in its parser, the agliteterm source refuses the pair, and for tmux
+#: the path wins.
 ALTERNATIVES = (
     ("tmux.socket_name", "tmux.socket_path"),
     ("agliteterm.socket", "agliteterm.command"),

@@ -20,9 +20,11 @@
   and our mirror may have started after the program did), so a prompt without
   line breaks and tabs is pasted plain with ``paste-buffer -p``: tmux adds the
   markers exactly when the program asked for them, as a terminal does. A
-  prompt with line breaks or tabs always goes between explicit markers; a
-  program without bracketed paste shows them in its input box, so the echo
-  check fails and no Enter is sent. A pane scrolled back in copy mode is
+  prompt with line breaks or tabs always goes between explicit markers. A
+  program without bracketed paste would read those markers as keys and a line
+  break as Enter, sending the first line before any check; every agent the
+  host recognises turns bracketed paste on, which is what makes this safe, and
+  tmux gives no way to ask. A pane scrolled back in copy mode is
   returned to the live screen first, as raw input would do.
 """
 

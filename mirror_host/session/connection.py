@@ -350,10 +350,10 @@ class Session:
     def history_captured(
         self, history_id: UUID, text: str, *, truncated: bool, captured_at: float
     ) -> bool:
-        """Freeze a new snapshot (replacing any previous one), send its newest page,
-        then answer the requests that waited for it, in order. True when one of
-        them asks for another snapshot: the host captures again and calls this
-        (or :meth:`history_unavailable`) again."""
+        """Freeze a new snapshot (replacing any previous one), send its page before the request's
+        offset (the newest without one; out of range closes), then answer the requests that
+        waited for it, in order. True when one of them asks for another snapshot: the host
+        captures again and calls this (or :meth:`history_unavailable`) again."""
         logged_in = self._subscribed()
         if logged_in is None:
             return False

@@ -324,9 +324,9 @@ class LoggedIn:
     def history_done(self, snapshot: HistorySnapshot | None) -> bool:
         """The capture under way ended with ``snapshot`` (``None``: it failed).
 
-        Sends ``HISTORY_UNAVAILABLE`` for a failed one, else the newest page,
-        then the answers to the requests that waited. Returns True when one of
-        them asks for another snapshot.
+        Sends ``HISTORY_UNAVAILABLE`` for a failed one, else the page before the request's offset
+        (the newest without one; out of range closes), then the answers to the requests that
+        waited. Returns True when one of them asks for another snapshot.
         """
         lease = self.held()
         if snapshot is None:
