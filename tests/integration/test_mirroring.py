@@ -445,8 +445,14 @@ async def test_host_stop_tells_subscribers(state_dir: Path) -> None:
     assert c.Ended(reason=c.EndReason.HOST_STOPPED) in endings
 
 
-def _environ_of(pid: int) -> dict[str, str]:
-    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+async def _environ_of(pid: int) -> dict[str, str]:
+    """``pid``'s initial environment. Read once it is in place: the pane starts
+    through the exec helper, and while the helper execs the program the kernel
+    has not yet recorded where the new environment lies (it reads empty)."""
+    with trio.fail_after(10):
+        while not (environ := Path(f"/proc/{pid}/environ").read_bytes()):
+            await trio.sleep(0.01)
+    entries = environ.split(b"\0")
     return dict(entry.decode().partition("=")[::2] for entry in entries if entry)
 
 
@@ -473,7 +479,7 @@ async def test_a_local_pane_gets_no_host_only_variable(
             while not source.live_panes():
                 await trio.sleep(0.02)
         (pane,) = source.live_panes()
-        environ = _environ_of(pane.pid)
+        environ = await _environ_of(pane.pid)
         nursery.cancel_scope.cancel()
     assert "MIRROR_HOST_SERVICE" not in environ and "MIRROR_HOST_ZDOTDIR" not in environ
     assert environ["MIRROR_HOST_LOG_LEVEL"] == "info"
