@@ -33,6 +33,7 @@ from tests.fakes.agliteterm_fake import FakeAgliteterm
 from tests.fakes.herdr_fake import FakeHerdr
 from tests.fakes.memory_source import MemorySource
 from tests.integration.test_tmux import TmuxServer
+from tests.pane_process import wait_program_in_place
 
 __all__ = ["SOURCES", "SourceUnderTest", "running_source", "wait_until"]
 
@@ -138,7 +139,11 @@ class LocalUnderTest(SourceUnderTest):
     source: LocalSource
 
     async def add_pane(self) -> UUID:
-        return self.source.spawn(["cat"], label="cat")
+        pane_id = self.source.spawn(["cat"], label="cat")
+        # A SIGHUP (close_pane, stop_backend) sent before the exec helper has reset
+        # the signals would be lost where the tests run with SIGHUP ignored (nohup).
+        await wait_program_in_place(self.source.pane(pane_id).pid)
+        return pane_id
 
     async def close_pane(self, pane_id: UUID) -> None:
         os.killpg(self.source.pane(pane_id).pid, signal.SIGHUP)

@@ -24,6 +24,7 @@ from tests.integration.mirror_helpers import (
     settle,
     subscribe,
 )
+from tests.pane_process import wait_program_in_place
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -446,13 +447,8 @@ async def test_host_stop_tells_subscribers(state_dir: Path) -> None:
 
 
 async def _environ_of(pid: int) -> dict[str, str]:
-    """``pid``'s initial environment. Read once it is in place: the pane starts
-    through the exec helper, and while the helper execs the program the kernel
-    has not yet recorded where the new environment lies (it reads empty)."""
-    with trio.fail_after(10):
-        while not (environ := Path(f"/proc/{pid}/environ").read_bytes()):
-            await trio.sleep(0.01)
-    entries = environ.split(b"\0")
+    await wait_program_in_place(pid)
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(entry.decode().partition("=")[::2] for entry in entries if entry)
 
 

@@ -48,6 +48,7 @@ from tests.integration.agent_helpers import command
 from tests.integration.conftest import host_config, paired, port_of
 from tests.integration.mirror_helpers import list_panes, subscribe
 from tests.integration.test_tmux import TmuxServer
+from tests.pane_process import wait_program_in_place
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -647,7 +648,9 @@ async def test_the_nonce_stays_in_the_shell(state_dir: Path, shell: str) -> None
     env_file = state_dir / "env.txt"
     async with local_rig(state_dir, f"{shell} -i") as setup, phone_on(setup) as (phone, sub, _):
         assert setup.local_source is not None
-        nonce = started_with_nonce(setup.local_source.pane(setup.pane).pid)
+        shell_pid = setup.local_source.pane(setup.pane).pid
+        await wait_program_in_place(shell_pid)  # its environment is recorded
+        nonce = started_with_nonce(shell_pid)
         assert nonce is not None  # the host started the shell with one …
         await status_becomes(phone, sub, setup, "idle")  # … and it signs its marks with it
         # bash's prompt strings name the nonce, so exporting them gives nothing away;
@@ -672,7 +675,9 @@ async def test_zsh_hands_on_its_exported_prompt_without_the_marks(state_dir: Pat
         phone_on(setup) as (phone, sub, _),
     ):
         assert setup.local_source is not None
-        nonce = started_with_nonce(setup.local_source.pane(setup.pane).pid)
+        shell_pid = setup.local_source.pane(setup.pane).pid
+        await wait_program_in_place(shell_pid)  # its environment is recorded
+        nonce = started_with_nonce(shell_pid)
         assert nonce is not None
         await status_becomes(phone, sub, setup, "idle")
         text = f"env > {env_file}"

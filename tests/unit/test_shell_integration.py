@@ -7,7 +7,6 @@ import io
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from mirror_host.shell.exchange import TRIGGER
 from mirror_host.shell.inject import ShellIntegration, plain_shell
 from mirror_host.shell.integration import SHELL_NAMES, snippet
 from mirror_host.shell.nonce import NONCE_VARIABLE, is_nonce, new_nonce, started_with_nonce
+from tests.pane_process import wait_program_in_place_sync
 
 
 @pytest.mark.parametrize(
@@ -187,30 +187,20 @@ def test_nonces(tmp_path: Path) -> None:
     assert started_with_nonce(8, proc=proc) is None
 
 
-def _exec_finished(pid: int) -> None:
-    """Wait (bounded) until ``pid``'s new environment is in place: Popen returns as
-    soon as exec closed its error pipe, a moment before the kernel records where the
-    new environment lies, and until then /proc/PID/environ reads empty."""
-    for _ in range(500):
-        if Path(f"/proc/{pid}/environ").read_bytes():
-            return
-        time.sleep(0.01)
-
-
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="no /proc")
 def test_a_process_started_with_a_nonce_is_known_by_it() -> None:
     nonce = new_nonce()
     env = {**os.environ, NONCE_VARIABLE: nonce}
     with subprocess.Popen(["sleep", "30"], env=env) as child:
         try:
-            _exec_finished(child.pid)
+            wait_program_in_place_sync(child.pid)
             assert started_with_nonce(child.pid) == nonce
         finally:
             child.kill()
     without = {k: v for k, v in os.environ.items() if k != NONCE_VARIABLE}
     with subprocess.Popen(["sleep", "30"], env=without) as child:
         try:
-            _exec_finished(child.pid)
+            wait_program_in_place_sync(child.pid)
             assert started_with_nonce(child.pid) is None
         finally:
             child.kill()
