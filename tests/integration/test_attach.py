@@ -159,8 +159,9 @@ async def test_attach_shows_the_pane_types_into_it_and_detaches(
             # Taken over by this same device (its credential): not "another device".
             assert "mirror-host: the pane was taken over, by another device or" in shown
             # While that one holds it, a second attach of the same device is told so.
-            await tmux.type("clear; " + f"{ATTACH} {address}; echo EXIT=$?", "Enter")
-            shown = await tmux.wait_for("EXIT=1")
+            # (Its own marker: the last EXIT=1 stays on screen until `clear` has run.)
+            await tmux.type("clear; " + f"{ATTACH} {address}; echo AGAIN-EXIT=$?", "Enter")
+            shown = await tmux.wait_for("AGAIN-EXIT=1")
             assert "mirror-host: 'sh' is already mirrored, by another device or" in shown
 
 
