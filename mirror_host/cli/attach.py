@@ -34,12 +34,6 @@ The credential from pairing is kept in $XDG_CONFIG_HOME/mirror-host/credentials.
 A lost connection is retried (1, 2, 4, 8, 15 s apart) until Ctrl-]. Another device
 taking the pane over, the host stopping and the pane closing end the session
 (exit status 1), each said in one line.
-
-examples:
-  mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach
-  mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane
-  mirror-host attach 192.168.1.20:7880 --text             read-only text view
-  mirror-host attach 192.168.1.20:7880 --code ABCD-2345 --name "lab laptop" --detach-key ctrl-q
 """
 
 
@@ -54,6 +48,13 @@ def add_parser(commands: Commands) -> None:
             "own): its screen is drawn here, in the alternate screen, and your keys go to it."
         ),
         epilog=_EPILOG,
+        examples=(
+            "mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach",
+            "mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane",
+            "mirror-host attach 192.168.1.20:7880 --text             read-only text view",
+            'mirror-host attach 192.168.1.20:7880 --code ABCD-2345 --name "lab laptop" '
+            "--detach-key ctrl-q",
+        ),
         docs=(("tools.md", "attach and conformance"),),
     )
     attach.add_argument("address", type=argument_type(parse_address), metavar="ADDRESS:PORT")

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-__all__ = ["HelpFormatter", "doc", "documentation", "documentation_dir"]
+__all__ = ["HelpFormatter", "doc", "documentation", "documentation_dir", "examples_block"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -53,3 +53,10 @@ def documentation(*files: tuple[str, str]) -> str:
     so a reader of ``--help`` finds it whether this is a clone or a wheel."""
     rows = "".join(f"  {doc(name)}   {covers}\n" for name, covers in files)
     return f"documentation (Markdown files of this installation):\n{rows}"
+
+
+def examples_block(*lines: str) -> str:
+    """An epilog's examples: each command line (with what it does, aligned by hand)
+    indented under ``examples:``, so :class:`HelpFormatter` keeps it line for line."""
+    rows = "".join(f"  {line}\n" for line in lines)
+    return f"examples:\n{rows}"

@@ -29,11 +29,6 @@ Linux: a systemd user unit, ~/.config/systemd/user/mirror-host.service, enabled 
 
 macOS: a launchd agent, ~/Library/LaunchAgents/dev.mirror-host.plist, loaded now
 and at each login; logs in ~/Library/Logs/mirror-host/mirror-host.log.
-
-examples:
-  mirror-host service install --source herdr
-  mirror-host service install --dry-run --source tmux --tmux-socket agents
-  mirror-host service install -- --source local --local-command htop
 """
 
 
@@ -56,6 +51,11 @@ def add_parser(commands: Commands) -> None:
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
         epilog=_INSTALL_EPILOG,
+        examples=(
+            "mirror-host service install --source herdr",
+            "mirror-host service install --dry-run --source tmux --tmux-socket agents",
+            "mirror-host service install -- --source local --local-command htop",
+        ),
         docs=(("operations.md", "running it as a service"),),
     )
     install.add_argument(
