@@ -25,7 +25,7 @@ from mirror_host.errors import ConfigError
 
 __all__ = ["add_parser"]
 
-_EPILOG = """\
+_NOTES = """\
 keys: everything you type goes to the pane; Ctrl-] (or --detach-key) detaches
 (exit status 0), and quits the pane prompt.
 
@@ -47,7 +47,7 @@ def add_parser(commands: Commands) -> None:
             "Attach this terminal to a pane of a Prowl mirror host (mirror-host or Prowl's "
             "own): its screen is drawn here, in the alternate screen, and your keys go to it."
         ),
-        epilog=_EPILOG,
+        notes=_NOTES,
         examples=(
             "mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach",
             "mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar
 
-from mirror_host.cli.help import HelpFormatter, documentation, examples_block
+from mirror_host.cli.help import HelpFormatter, closing_text
 from mirror_host.host.admin_client import NoHostRunning, admin_request
 
 if TYPE_CHECKING:
@@ -49,32 +49,23 @@ def add_command(
     *,
     help: str,
     description: str,
-    epilog: str | None = None,
+    notes: str | None = None,
     examples: tuple[str, ...] = (),
     docs: tuple[tuple[str, str], ...] = (),
     json_help: str | None = None,
 ) -> argparse.ArgumentParser:
     """A sub-command's parser, laid out by :class:`HelpFormatter`, that runs ``run``.
 
-    Its help ends with ``epilog`` (notes), then the ``examples`` (command lines),
-    then the documentation files ``docs`` names, ``(file, what for)``. With
-    ``json_help`` its first option is ``--json``, that help's, which a command
-    that can print JSON instead of text takes.
+    Its help closes with ``notes``, the ``examples`` (command lines) and the
+    documentation files ``docs`` names (:func:`~mirror_host.cli.help.closing_text`).
+    With ``json_help``, its first option is ``--json`` (print JSON instead of
+    text), with that help.
     """
-    closing = [
-        part
-        for part in (
-            epilog,
-            examples_block(*examples) if examples else None,
-            documentation(*docs) if docs else None,
-        )
-        if part
-    ]
     parser = commands.add_parser(
         name,
         help=help,
         description=description,
-        epilog="\n".join(closing) or None,
+        epilog=closing_text(notes, examples=examples, docs=docs),
         formatter_class=HelpFormatter,
     )
     parser.set_defaults(parser=parser, handler=run)

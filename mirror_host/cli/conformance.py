@@ -22,7 +22,7 @@ from mirror_host.client.address import parse_address
 
 __all__ = ["add_parser"]
 
-_EPILOG = """\
+_NOTES = """\
 The suite pairs as a new device with --code (a code from the host's pairing window:
 `mirror-host pair`, or Prowl's Add a Device), then checks the host against the
 protocol, one line per check; the last line is `N passed, M failed` (skipped checks
@@ -45,7 +45,7 @@ def add_parser(commands: Commands) -> None:
         help="check a Prowl mirror host against the protocol",
         description="Check any Prowl mirror host (mirror-host or Prowl's own) against the "
         "remote-mirror protocol.",
-        epilog=_EPILOG,
+        notes=_NOTES,
         examples=(
             "mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --allow-input",
             "mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --only 'frames.*' --json",

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-__all__ = ["HelpFormatter", "doc", "documentation", "documentation_dir", "examples_block"]
+__all__ = ["HelpFormatter", "closing_text", "doc", "documentation", "documentation_dir"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -48,15 +48,25 @@ def doc(name: str) -> Path:
     return documentation_dir() / name
 
 
+def closing_text(
+    notes: str | None = None,
+    *,
+    examples: tuple[str, ...] = (),
+    docs: tuple[tuple[str, str], ...] = (),
+) -> str | None:
+    """A help's epilog: ``notes`` (prose), the ``examples`` (command lines, kept
+    line for line under ``examples:``), then the documentation files ``docs``
+    names, ``(file, what it covers)``; ``None`` when it has none of them."""
+    parts = [notes] if notes else []
+    if examples:
+        parts.append("examples:\n" + "".join(f"  {line}\n" for line in examples))
+    if docs:
+        parts.append(documentation(*docs))
+    return "\n".join(parts) or None
+
+
 def documentation(*files: tuple[str, str]) -> str:
     """An epilog's closing block: each ``(file, what it covers)`` as its path here,
     so a reader of ``--help`` finds it whether this is a clone or a wheel."""
     rows = "".join(f"  {doc(name)}   {covers}\n" for name, covers in files)
     return f"documentation (Markdown files of this installation):\n{rows}"
-
-
-def examples_block(*lines: str) -> str:
-    """An epilog's examples: each command line (with what it does, aligned by hand)
-    indented under ``examples:``, so :class:`HelpFormatter` keeps it line for line."""
-    rows = "".join(f"  {line}\n" for line in lines)
-    return f"examples:\n{rows}"

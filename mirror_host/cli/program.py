@@ -25,7 +25,7 @@ from mirror_host.cli import (
     wire,
 )
 from mirror_host.cli.command import CommandFailed
-from mirror_host.cli.help import HelpFormatter, documentation, examples_block
+from mirror_host.cli.help import HelpFormatter, closing_text
 from mirror_host.errors import ConfigError, MirrorHostError
 
 __all__ = ["build_parser", "main"]
@@ -37,7 +37,7 @@ of a tmux server, the panes of a Herdr session, or the sessions of an
 agliteterm (or agwinterm) window on Windows.
 """
 
-_EXAMPLES = examples_block(
+_EXAMPLES = (
     "mirror-host serve --source local --pair    mirror your shell; show a QR code to pair",
     "mirror-host pair                            pair another phone with a running host",
     "mirror-host devices                         list paired devices",
@@ -69,12 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mirror-host",
         description=_DESCRIPTION,
-        epilog=_EXAMPLES
-        + "\n"
-        + documentation(
-            ("operations.md", "running it"),
-            ("tools.md", "attach and conformance"),
-            ("protocol.md", "the wire format"),
+        epilog=closing_text(
+            examples=_EXAMPLES,
+            docs=(
+                ("operations.md", "running it"),
+                ("tools.md", "attach and conformance"),
+                ("protocol.md", "the wire format"),
+            ),
         ),
         formatter_class=HelpFormatter,
     )

@@ -40,7 +40,7 @@ def add_parser(commands: Commands) -> None:
             "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (every logged-in device "
             "is told the host stopped)."
         ),
-        epilog=_NOTES,
+        notes=_NOTES,
         examples=(
             "mirror-host serve --pair                              mirror your login shell; "
             "show a QR code",

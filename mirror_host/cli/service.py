@@ -15,7 +15,7 @@ from mirror_host.cli.command import Commands, add_command, add_command_group
 
 __all__ = ["add_parser"]
 
-_INSTALL_EPILOG = """\
+_INSTALL_NOTES = """\
 Every flag that `mirror-host serve` takes can follow, except `--pair` and
 `--log-packets` (a service's log is kept), with `--` before them if one could be
 mistaken for an option of install itself. The service runs `serve` with
@@ -50,7 +50,7 @@ def add_parser(commands: Commands) -> None:
         run_install,
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
-        epilog=_INSTALL_EPILOG,
+        notes=_INSTALL_NOTES,
         examples=(
             "mirror-host service install --source herdr",
             "mirror-host service install --dry-run --source tmux --tmux-socket agents",

@@ -12,7 +12,7 @@ from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
 
 __all__ = ["add_parser"]
 
-_DECODE_EPILOG = (
+_DECODE_NOTES = (
     "input kinds (--as):\n"
     "  packets          complete packets in hex, 4-byte length prefix included (default)\n"
     "  payload          one payload in hex, without the prefix (same as --payload)\n"
@@ -49,7 +49,7 @@ def add_parser(commands: Commands) -> None:
             'plus "bytes" (base64) or "text" for VT and text frames. The first invalid '
             'packet prints {"error":"<reason>"} and the command exits 1.'
         ),
-        epilog=_DECODE_EPILOG,
+        notes=_DECODE_NOTES,
         examples=(
             "mirror-host serve --log-packets 2> host.log",
             "grep -o ' out [0-9a-f]*$' host.log | cut -c6- | mirror-host wire decode",
