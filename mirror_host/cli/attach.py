@@ -25,7 +25,7 @@ from mirror_host.errors import ConfigError
 
 __all__ = ["add_parser"]
 
-_EPILOG = """\
+_NOTES = """\
 keys: everything you type goes to the pane; Ctrl-] (or --detach-key) detaches
 (exit status 0), and quits the pane prompt.
 
@@ -34,12 +34,6 @@ The credential from pairing is kept in $XDG_CONFIG_HOME/mirror-host/credentials.
 A lost connection is retried (1, 2, 4, 8, 15 s apart) until Ctrl-]. Another device
 taking the pane over, the host stopping and the pane closing end the session
 (exit status 1), each said in one line.
-
-examples:
-  mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach
-  mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane
-  mirror-host attach 192.168.1.20:7880 --text             read-only text view
-  mirror-host attach 192.168.1.20:7880 --code ABCD-2345 --name "lab laptop" --detach-key ctrl-q
 """
 
 
@@ -53,7 +47,14 @@ def add_parser(commands: Commands) -> None:
             "Attach this terminal to a pane of a Prowl mirror host (mirror-host or Prowl's "
             "own): its screen is drawn here, in the alternate screen, and your keys go to it."
         ),
-        epilog=_EPILOG,
+        notes=_NOTES,
+        examples=(
+            "mirror-host attach 192.168.1.20:7880 --code ABCD-2345   pair, then attach",
+            "mirror-host attach 192.168.1.20:7880 --pane 2           attach to the second pane",
+            "mirror-host attach 192.168.1.20:7880 --text             read-only text view",
+            'mirror-host attach 192.168.1.20:7880 --code ABCD-2345 --name "lab laptop" '
+            "--detach-key ctrl-q",
+        ),
         docs=(("tools.md", "attach and conformance"),),
     )
     attach.add_argument("address", type=argument_type(parse_address), metavar="ADDRESS:PORT")

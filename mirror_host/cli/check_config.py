@@ -13,14 +13,6 @@ from mirror_host.config import render_toml
 
 __all__ = ["add_parser"]
 
-_EXAMPLES = """\
-examples:
-  mirror-host check-config                          the effective settings, as TOML
-  mirror-host check-config > ~/.config/mirror-host/config.toml   start a config file
-      (on macOS: > ~/Library/Application\\ Support/mirror-host/config.toml)
-  MIRROR_HOST_SERVER_LISTEN=127.0.0.1:7880 mirror-host check-config --json
-"""
-
 
 def add_parser(commands: Commands) -> None:
     check = add_command(
@@ -34,10 +26,15 @@ def add_parser(commands: Commands) -> None:
             "file that --config reads back. An unknown or invalid setting is an error "
             "naming it and where it came from (exit status 2)."
         ),
-        epilog=_EXAMPLES,
+        examples=(
+            "mirror-host check-config                          the effective settings, as TOML",
+            "mirror-host check-config > ~/.config/mirror-host/config.toml   start a config file",
+            "    (on macOS: > ~/Library/Application\\ Support/mirror-host/config.toml)",
+            "MIRROR_HOST_SERVER_LISTEN=127.0.0.1:7880 mirror-host check-config --json",
+        ),
         docs=(("operations.md", "every setting, and where each is read from"),),
+        json_help="print JSON instead of TOML",
     )
-    check.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     add_settings_group(check)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar
 
-from mirror_host.cli.help import HelpFormatter, documentation
+from mirror_host.cli.help import HelpFormatter, closing_text
 from mirror_host.host.admin_client import NoHostRunning, admin_request
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ __all__ = [
     "Run",
     "add_command",
     "add_command_group",
+    "add_seconds_option",
     "argument_type",
     "ask_host",
     "check_pairing_code",
@@ -48,17 +49,28 @@ def add_command(
     *,
     help: str,
     description: str,
-    epilog: str | None = None,
+    notes: str | None = None,
+    examples: tuple[str, ...] = (),
     docs: tuple[tuple[str, str], ...] = (),
+    json_help: str | None = None,
 ) -> argparse.ArgumentParser:
-    """A sub-command's parser, laid out by :class:`HelpFormatter`, that runs ``run``;
-    its help ends with the documentation files ``docs`` names, ``(file, what for)``."""
-    if docs:
-        epilog = f"{epilog}\n{documentation(*docs)}" if epilog else documentation(*docs)
+    """A sub-command's parser, laid out by :class:`HelpFormatter`, that runs ``run``.
+
+    Its help closes with ``notes``, the ``examples`` (command lines) and the
+    documentation files ``docs`` names (:func:`~mirror_host.cli.help.closing_text`).
+    With ``json_help``, its first option is ``--json`` (print JSON instead of
+    text), with that help.
+    """
     parser = commands.add_parser(
-        name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter
+        name,
+        help=help,
+        description=description,
+        epilog=closing_text(notes, examples=examples, docs=docs),
+        formatter_class=HelpFormatter,
     )
     parser.set_defaults(parser=parser, handler=run)
+    if json_help is not None:
+        parser.add_argument("--json", action="store_true", help=json_help)
     return parser
 
 
@@ -107,6 +119,26 @@ def seconds(low: float, high: float) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def add_seconds_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    low: float,
+    high: float,
+    default: float,
+    help: str,
+) -> None:
+    """A ``flag SECONDS`` option taking ``low`` to ``high`` seconds; its help ends
+    with the default, so what it says is what it is."""
+    parser.add_argument(
+        flag,
+        type=seconds(low, high),
+        default=default,
+        metavar="SECONDS",
+        help=f"{help} (default {default:g})",
+    )
 
 
 def ask_host(

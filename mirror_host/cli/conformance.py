@@ -13,16 +13,16 @@ from typing import TextIO
 from mirror_host.cli.command import (
     Commands,
     add_command,
+    add_seconds_option,
     argument_type,
     check_pairing_code,
     options_from,
-    seconds,
 )
 from mirror_host.client.address import parse_address
 
 __all__ = ["add_parser"]
 
-_EPILOG = """\
+_NOTES = """\
 The suite pairs as a new device with --code (a code from the host's pairing window:
 `mirror-host pair`, or Prowl's Add a Device), then checks the host against the
 protocol, one line per check; the last line is `N passed, M failed` (skipped checks
@@ -34,11 +34,6 @@ checks use --pane or the first pane no device mirrors; with --allow-input they t
 harmless `echo` commands into it and scroll it up once (and back). The device it
 paired stays on the host: remove it afterwards (mirror-host revoke, or Prowl's
 device list).
-
-examples:
-  mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --allow-input
-  mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --only 'frames.*' --json
-  mirror-host conformance --list
 """
 
 
@@ -50,7 +45,12 @@ def add_parser(commands: Commands) -> None:
         help="check a Prowl mirror host against the protocol",
         description="Check any Prowl mirror host (mirror-host or Prowl's own) against the "
         "remote-mirror protocol.",
-        epilog=_EPILOG,
+        notes=_NOTES,
+        examples=(
+            "mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --allow-input",
+            "mirror-host conformance 127.0.0.1:7880 --code ABCD-2345 --only 'frames.*' --json",
+            "mirror-host conformance --list",
+        ),
         docs=(("tools.md", "attach and conformance"),),
     )
     conformance.add_argument(
@@ -80,12 +80,13 @@ def add_parser(commands: Commands) -> None:
     conformance.add_argument(
         "--pane", metavar="INDEX|ID", help="the pane to use (default: the first one not busy)"
     )
-    conformance.add_argument(
+    add_seconds_option(
+        conformance,
         "--wait",
-        type=seconds(0.5, 120),
+        low=0.5,
+        high=120,
         default=5.0,
-        metavar="SECONDS",
-        help="how long the host may take for a reply, a frame or a close (default 5)",
+        help="how long the host may take for a reply, a frame or a close",
     )
     conformance.add_argument("--list", action="store_true", help="list the checks and exit")
 

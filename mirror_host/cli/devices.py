@@ -15,13 +15,6 @@ from mirror_host.errors import NoHostRunning, StoreError
 
 __all__ = ["add_parser", "offline_note"]
 
-_EXAMPLES = """\
-examples:
-  mirror-host devices
-  mirror-host devices --json
-  mirror-host devices --state-dir /srv/mirror-host/state   the devices of another host
-"""
-
 
 def add_parser(commands: Commands) -> None:
     devices = add_command(
@@ -33,13 +26,13 @@ def add_parser(commands: Commands) -> None:
             "List the paired devices: id, name, when paired, last seen or connected. "
             "Without a running host it reads the device store and says so."
         ),
-        epilog=_EXAMPLES,
+        examples=(
+            "mirror-host devices",
+            "mirror-host devices --json",
+            "mirror-host devices --state-dir /srv/mirror-host/state   the devices of another host",
+        ),
         docs=(("operations.md", "the device store, and every setting"),),
-    )
-    devices.add_argument(
-        "--json",
-        action="store_true",
-        help='print a JSON array of {"id", "name", "pairedAt", "lastSeen", "connected"}, '
+        json_help='print a JSON array of {"id", "name", "pairedAt", "lastSeen", "connected"}, '
         "host running or not",
     )
     add_settings_group(devices)

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-__all__ = ["HelpFormatter", "doc", "documentation", "documentation_dir"]
+__all__ = ["HelpFormatter", "closing_text", "doc", "documentation", "documentation_dir"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -46,6 +46,23 @@ def documentation_dir() -> Path:
 def doc(name: str) -> Path:
     """The documentation file ``name`` (``operations.md``) of this installation."""
     return documentation_dir() / name
+
+
+def closing_text(
+    notes: str | None = None,
+    *,
+    examples: tuple[str, ...] = (),
+    docs: tuple[tuple[str, str], ...] = (),
+) -> str | None:
+    """A help's epilog: ``notes`` (prose), the ``examples`` (command lines, kept
+    line for line under ``examples:``), then the documentation files ``docs``
+    names, ``(file, what it covers)``; ``None`` when it has none of them."""
+    parts = [notes] if notes else []
+    if examples:
+        parts.append("examples:\n" + "".join(f"  {line}\n" for line in examples))
+    if docs:
+        parts.append(documentation(*docs))
+    return "\n".join(parts) or None
 
 
 def documentation(*files: tuple[str, str]) -> str:

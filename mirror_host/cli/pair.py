@@ -10,21 +10,19 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from mirror_host.cli.command import CommandFailed, Commands, add_command, ask_host, seconds
+from mirror_host.cli.command import (
+    CommandFailed,
+    Commands,
+    add_command,
+    add_seconds_option,
+    ask_host,
+)
 from mirror_host.cli.settings import add_settings_group, admin_settings
 from mirror_host.cli.ticket import qr_text, show_ticket
 from mirror_host.host.admin_client import ADMIN_SOCKET, NoHostRunning, admin_request
 from mirror_host.qr_display import write_png
 
 __all__ = ["add_parser"]
-
-_EXAMPLES = """\
-examples:
-  mirror-host pair                       show a QR code and code; wait for a device
-  mirror-host pair --qr-png qr.png       the same, and save the QR code as a PNG
-  mirror-host pair --json                {"code", "expiresAt", "payload"} for a script
-  mirror-host pair --close               close the open window
-"""
 
 
 def add_parser(commands: Commands) -> None:
@@ -38,13 +36,14 @@ def add_parser(commands: Commands) -> None:
             "code and code. Scan it with Prowl's Add a Device. Waits until a device pairs or "
             "the code expires; Ctrl-C closes the window. A newer window replaces the code."
         ),
-        epilog=_EXAMPLES,
+        examples=(
+            "mirror-host pair                       show a QR code and code; wait for a device",
+            "mirror-host pair --qr-png qr.png       the same, and save the QR code as a PNG",
+            'mirror-host pair --json                {"code", "expiresAt", "payload"} for a script',
+            "mirror-host pair --close               close the open window",
+        ),
         docs=(("operations.md", "pairing, and every setting"),),
-    )
-    pair.add_argument(
-        "--json",
-        action="store_true",
-        help='print {"code", "expiresAt", "payload"} (and "payloadError") and exit',
+        json_help='print {"code", "expiresAt", "payload"} (and "payloadError") and exit',
     )
     pair.add_argument("--qr-png", type=Path, metavar="PATH", help="also write the QR code as a PNG")
     pair.add_argument(
@@ -57,12 +56,13 @@ def add_parser(commands: Commands) -> None:
         action="store_true",
         help="close the open pairing window instead (its code stops working)",
     )
-    pair.add_argument(
+    add_seconds_option(
+        pair,
         "--wait-for-host",
-        type=seconds(0, 600),
+        low=0,
+        high=600,
         default=5.0,
-        metavar="SECONDS",
-        help="how long to wait for a host that is still starting (default 5)",
+        help="how long to wait for a host that is still starting",
     )
     add_settings_group(pair)
 

@@ -25,7 +25,7 @@ from mirror_host.cli import (
     wire,
 )
 from mirror_host.cli.command import CommandFailed
-from mirror_host.cli.help import HelpFormatter, documentation
+from mirror_host.cli.help import HelpFormatter, closing_text
 from mirror_host.errors import ConfigError, MirrorHostError
 
 __all__ = ["build_parser", "main"]
@@ -37,17 +37,16 @@ of a tmux server, the panes of a Herdr session, or the sessions of an
 agliteterm (or agwinterm) window on Windows.
 """
 
-_EXAMPLES = """\
-examples:
-  mirror-host serve --source local --pair    mirror your shell; show a QR code to pair
-  mirror-host pair                            pair another phone with a running host
-  mirror-host devices                         list paired devices
-  mirror-host revoke DEVICE_ID                unpair one device
-  mirror-host wire decode < capture.hex       decode packets captured as hex
-  eval "$(mirror-host shell-init bash)"       (in ~/.bashrc) let phones run commands there
-  mirror-host attach 192.168.1.20:7880        watch and drive a host's pane here
-  mirror-host conformance HOST:PORT --code C  check any Prowl mirror host
-"""
+_EXAMPLES = (
+    "mirror-host serve --source local --pair    mirror your shell; show a QR code to pair",
+    "mirror-host pair                            pair another phone with a running host",
+    "mirror-host devices                         list paired devices",
+    "mirror-host revoke DEVICE_ID                unpair one device",
+    "mirror-host wire decode < capture.hex       decode packets captured as hex",
+    'eval "$(mirror-host shell-init bash)"       (in ~/.bashrc) let phones run commands there',
+    "mirror-host attach 192.168.1.20:7880        watch and drive a host's pane here",
+    "mirror-host conformance HOST:PORT --code C  check any Prowl mirror host",
+)
 
 #: The sub-commands, in the order ``mirror-host --help`` lists them.
 _COMMANDS = (
@@ -70,12 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mirror-host",
         description=_DESCRIPTION,
-        epilog=_EXAMPLES
-        + "\n"
-        + documentation(
-            ("operations.md", "running it"),
-            ("tools.md", "attach and conformance"),
-            ("protocol.md", "the wire format"),
+        epilog=closing_text(
+            examples=_EXAMPLES,
+            docs=(
+                ("operations.md", "running it"),
+                ("tools.md", "attach and conformance"),
+                ("protocol.md", "the wire format"),
+            ),
         ),
         formatter_class=HelpFormatter,
     )

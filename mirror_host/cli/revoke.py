@@ -12,13 +12,6 @@ from mirror_host.cli.settings import add_settings_group, admin_settings
 
 __all__ = ["add_parser"]
 
-_EXAMPLES = """\
-examples:
-  mirror-host revoke 3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10   one device
-  mirror-host revoke 3F2A                                     the same, by a unique prefix
-  mirror-host revoke --all                                    every device
-"""
-
 
 def add_parser(commands: Commands) -> None:
     revoke = add_command(
@@ -31,7 +24,12 @@ def add_parser(commands: Commands) -> None:
             "its key no longer opens TLS. Pair it again to reconnect. Works without a running "
             "host too (it rewrites the device store)."
         ),
-        epilog=_EXAMPLES,
+        examples=(
+            "mirror-host revoke 3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10   one device",
+            "mirror-host revoke 3F2A                                     "
+            "the same, by a unique prefix",
+            "mirror-host revoke --all                                    every device",
+        ),
         docs=(("operations.md", "the device store, and every setting"),),
     )
     revoke.add_argument(

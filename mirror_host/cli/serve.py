@@ -22,18 +22,10 @@ __all__ = ["add_parser", "serve"]
 
 logger = logging.getLogger("mirror_host.serve")
 
-_EXAMPLES = """\
+_NOTES = """\
 The default --listen, 0.0.0.0:7880, accepts phones on every network interface of
 this machine (allow TCP port 7880 through its firewall; "My phone cannot connect"
 in operations.md, below). Stop it with Ctrl-C.
-
-examples:
-  mirror-host serve --pair                              mirror your login shell; show a QR code
-  mirror-host serve --source tmux                       every pane of your tmux server
-  mirror-host serve --source herdr --herdr-session work the panes of a Herdr session
-  mirror-host serve --local-command htop --local-command 'bash -l'   two panes of your own
-  mirror-host serve --listen 192.168.1.20:7880          one interface only
-  mirror-host serve --listen 127.0.0.1:7880             this machine only (for attach)
 """
 
 
@@ -48,7 +40,17 @@ def add_parser(commands: Commands) -> None:
             "the chosen source. Stops cleanly on Ctrl-C or SIGTERM (every logged-in device "
             "is told the host stopped)."
         ),
-        epilog=_EXAMPLES,
+        notes=_NOTES,
+        examples=(
+            "mirror-host serve --pair                              mirror your login shell; "
+            "show a QR code",
+            "mirror-host serve --source tmux                       every pane of your tmux server",
+            "mirror-host serve --source herdr --herdr-session work the panes of a Herdr session",
+            "mirror-host serve --local-command htop --local-command 'bash -l'   "
+            "two panes of your own",
+            "mirror-host serve --listen 192.168.1.20:7880          one interface only",
+            "mirror-host serve --listen 127.0.0.1:7880             this machine only (for attach)",
+        ),
         docs=(
             ("operations.md", 'every flag and setting, "My phone cannot connect"'),
             ("security.md", "what --log-packets logs"),

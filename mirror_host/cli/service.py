@@ -15,7 +15,7 @@ from mirror_host.cli.command import Commands, add_command, add_command_group
 
 __all__ = ["add_parser"]
 
-_INSTALL_EPILOG = """\
+_INSTALL_NOTES = """\
 Every flag that `mirror-host serve` takes can follow, except `--pair` and
 `--log-packets` (a service's log is kept), with `--` before them if one could be
 mistaken for an option of install itself. The service runs `serve` with
@@ -29,11 +29,6 @@ Linux: a systemd user unit, ~/.config/systemd/user/mirror-host.service, enabled 
 
 macOS: a launchd agent, ~/Library/LaunchAgents/dev.mirror-host.plist, loaded now
 and at each login; logs in ~/Library/Logs/mirror-host/mirror-host.log.
-
-examples:
-  mirror-host service install --source herdr
-  mirror-host service install --dry-run --source tmux --tmux-socket agents
-  mirror-host service install -- --source local --local-command htop
 """
 
 
@@ -55,7 +50,12 @@ def add_parser(commands: Commands) -> None:
         run_install,
         help="write, enable and start the service for `serve` with the flags that follow",
         description="Write the service for `mirror-host serve [flags]`, enable and (re)start it.",
-        epilog=_INSTALL_EPILOG,
+        notes=_INSTALL_NOTES,
+        examples=(
+            "mirror-host service install --source herdr",
+            "mirror-host service install --dry-run --source tmux --tmux-socket agents",
+            "mirror-host service install -- --source local --local-command htop",
+        ),
         docs=(("operations.md", "running it as a service"),),
     )
     install.add_argument(

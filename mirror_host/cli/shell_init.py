@@ -32,7 +32,7 @@ def add_parser(commands: Commands) -> None:
             "file, then open a new pane (or `exec SHELL` in one started before the host); "
             "panes the host starts itself (--source local) get it without this."
         ),
-        epilog=_SET_UP,
+        notes=_SET_UP,
         docs=(("operations.md", "shell commands from phones"),),
     )
     shell_init.add_argument("shell", choices=SHELL_NAMES, metavar="SHELL", help="bash, zsh or fish")

@@ -12,12 +12,6 @@ from mirror_host.cli.settings import add_settings_group, admin_settings
 
 __all__ = ["add_parser", "format_status"]
 
-_EXAMPLES = """\
-examples:
-  mirror-host status
-  mirror-host status --json
-"""
-
 
 def add_parser(commands: Commands) -> None:
     status = add_command(
@@ -30,10 +24,10 @@ def add_parser(commands: Commands) -> None:
             "address, devices, the pairing window, the pane source's state and its panes "
             "(with their ids, for `attach --pane`)."
         ),
-        epilog=_EXAMPLES,
+        examples=("mirror-host status", "mirror-host status --json"),
         docs=(("operations.md", "what status shows, and every setting"),),
+        json_help="print JSON",
     )
-    status.add_argument("--json", action="store_true", help="print JSON")
     add_settings_group(status)
 
 

@@ -12,7 +12,7 @@ from mirror_host.inspect import INPUT_KINDS, InvalidHex, describe, read_input
 
 __all__ = ["add_parser"]
 
-_DECODE_EPILOG = (
+_DECODE_NOTES = (
     "input kinds (--as):\n"
     "  packets          complete packets in hex, 4-byte length prefix included (default)\n"
     "  payload          one payload in hex, without the prefix (same as --payload)\n"
@@ -26,14 +26,6 @@ _DECODE_EPILOG = (
     "capturing packets: TLS hides them from tcpdump. Run the host with --log-packets:\n"
     "each packet of a logged-in connection is then logged as one line ending in its hex\n"
     "(the log then holds every screen and key: security.md, below).\n"
-    "\n"
-    "examples:\n"
-    "  mirror-host serve --log-packets 2> host.log\n"
-    "  grep -o ' out [0-9a-f]*$' host.log | cut -c6- | mirror-host wire decode\n"
-    "  echo 0000000c007b226c697374223a7b7d7d | mirror-host wire decode\n"
-    "  echo 'ABCD-2345' | mirror-host wire decode --as pairing-code\n"
-    '  echo \'{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"sh",'
-    '"directory":"/","busy":false}\' | mirror-host wire decode --as pane\n'
 )
 
 
@@ -57,7 +49,15 @@ def add_parser(commands: Commands) -> None:
             'plus "bytes" (base64) or "text" for VT and text frames. The first invalid '
             'packet prints {"error":"<reason>"} and the command exits 1.'
         ),
-        epilog=_DECODE_EPILOG,
+        notes=_DECODE_NOTES,
+        examples=(
+            "mirror-host serve --log-packets 2> host.log",
+            "grep -o ' out [0-9a-f]*$' host.log | cut -c6- | mirror-host wire decode",
+            "echo 0000000c007b226c697374223a7b7d7d | mirror-host wire decode",
+            "echo 'ABCD-2345' | mirror-host wire decode --as pairing-code",
+            'echo \'{"id":"3F2A9C1B-6E0D-4C1A-9B7E-2D5F8A6C4E10","title":"sh",'
+            '"directory":"/","busy":false}\' | mirror-host wire decode --as pane',
+        ),
         docs=(
             ("security.md", "what --log-packets logs"),
             ("protocol.md", "the wire format"),
