@@ -138,17 +138,10 @@ def recognise(view: ScreenView) -> Agent | None:
 
 
 class AgliteCaller(Protocol):
-    """Requests to agliteterm over the source's connections (one per lane)."""
+    """Requests to agliteterm over the source's connections (one per lane): the
+    backend sends only untargeted ones (``session.new``), on its own lane."""
 
-    async def call(
-        self,
-        cmd: str,
-        *,
-        target: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        lane: str = "main",
-        timeout: float | None = None,
-    ) -> Any:
+    async def call(self, cmd: str, *, args: Mapping[str, Any] | None = ..., lane: str = ...) -> Any:
         """Send one request on ``lane`` and return its ``result``.
 
         Raises:
