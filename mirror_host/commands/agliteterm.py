@@ -138,17 +138,10 @@ def recognise(view: ScreenView) -> Agent | None:
 
 
 class AgliteCaller(Protocol):
-    """Requests to agliteterm over the source's connections (one per lane)."""
+    """Requests to agliteterm over the source's connections (one per lane): the
+    backend sends only untargeted ones (``session.new``), on its own lane."""
 
-    async def call(
-        self,
-        cmd: str,
-        *,
-        target: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        lane: str = "main",
-        timeout: float | None = None,
-    ) -> Any:
+    async def call(self, cmd: str, *, args: Mapping[str, Any] | None = ..., lane: str = ...) -> Any:
         """Send one request on ``lane`` and return its ``result``.
 
         Raises:
@@ -362,6 +355,11 @@ class AgliteCommands(AgentPaneCommands):
         path = pane.directory or ""
         return catalogue.worktree_record(pane.workspace_id, pane.workspace_name, path, None)
 
+    @staticmethod
+    def _tab(pane: SessionPane) -> dict[str, JSONValue]:
+        """A session is a tab, selected as the window shows it."""
+        return {"id": pane.session_id, "title": pane.name, "selected": pane.active}
+
     def _agent(self, pane_id: UUID, pane: SessionPane) -> Agent | None:
         if status_state(pane.status) is None:
             return None
@@ -377,10 +375,8 @@ class AgliteCommands(AgentPaneCommands):
             await self.source.discovery.poll(lane="commands")
         except PaneSourceError as exc:
             return cli_error("list", "LIST_FAILED", f"Failed to list panes ({exc}).")
-        worktrees: dict[str, dict[str, JSONValue]] = {}
-        items: list[JSONValue] = []
+        listing = catalogue.Listing()
         for pane_id, pane in self.source.discovery.panes.items():
-            worktree = worktrees.setdefault(pane.workspace_id, self._worktree(pane))
             record: dict[str, JSONValue] = {
                 "id": str(pane_id).upper(),
                 "title": pane.pane_title,
@@ -394,15 +390,9 @@ class AgliteCommands(AgentPaneCommands):
             # Without an agent, no status: ``idle`` would mean a ``send`` is taken.
             state = status_state(pane.status)
             task: dict[str, JSONValue] = {} if state is None else {"status": task_status(state)}
-            items.append(
-                {
-                    "worktree": worktree,
-                    "tab": {"id": pane.session_id, "title": pane.name, "selected": pane.active},
-                    "pane": record,
-                    "task": task,
-                }
-            )
-        return self.list_result(items, worktrees)
+            # A workspace is listed as its first pane's directory shows it.
+            listing.add(self._worktree(pane), self._tab(pane), record, task)
+        return listing.result()
 
     # ------------------------------------------------------------ create
 
@@ -442,11 +432,7 @@ class AgliteCommands(AgentPaneCommands):
             return cli_error("create", "CREATE_FAILED", f"Could not create the session: {exc}")
         # What the window shows (agliteterm selects a new session; agwinterm, told
         # no-select, does not, unless nothing was selected).
-        tab: dict[str, JSONValue] = {
-            "id": pane.session_id,
-            "title": pane.name,
-            "selected": pane.active,
-        }
+        tab = self._tab(pane)
         record: dict[str, JSONValue] = {
             "id": str(pane_id).upper(),
             "title": profile.name if profile else pane.name,

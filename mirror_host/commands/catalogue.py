@@ -6,6 +6,8 @@
 * A worktree (the ``create`` command's ``worktree`` selector, ``data.worktrees``
   of ``list``) is a directory panes work in: the git root above it when there
   is one (``kind: git``), else the directory itself (``kind: plain``).
+* ``list``'s answer is built the same way by every backend (:class:`Listing`):
+  one item per pane, each worktree once.
 * A pane a ``create`` made is waited for until its source lists it
   (:func:`until_listed`).
 """
@@ -27,6 +29,7 @@ from mirror_host.errors import PaneSourceError
 
 __all__ = [
     "LISTED_SECONDS",
+    "Listing",
     "created_result",
     "default_profiles",
     "launch_profile",
@@ -206,3 +209,34 @@ def worktree_for(directory: str) -> dict[str, JSONValue]:
     root = git_root(directory)
     path = root or directory
     return worktree_record(path, Path(path).name or path, path, root)
+
+
+class Listing:
+    """``prowl.cli.list.v1`` as a backend builds it: one item per pane, in the
+    order added, and ``data.worktrees`` naming each worktree once, in the order
+    first named.
+
+    Args:
+        worktrees: listed even if no pane works in them (Herdr's empty workspaces).
+    """
+
+    def __init__(self, worktrees: Iterable[dict[str, JSONValue]] = ()) -> None:
+        self._worktrees = {str(worktree["id"]): worktree for worktree in worktrees}
+        self._items: list[JSONValue] = []
+
+    def add(
+        self,
+        worktree: dict[str, JSONValue],
+        tab: dict[str, JSONValue],
+        pane: dict[str, JSONValue],
+        task: dict[str, JSONValue],
+    ) -> None:
+        """One pane's item; a worktree already named with ``worktree``'s id stands for it."""
+        named = self._worktrees.setdefault(str(worktree["id"]), worktree)
+        self._items.append({"worktree": named, "tab": tab, "pane": pane, "task": task})
+
+    def result(self) -> JSONValue:
+        """The ``list`` success result."""
+        items = self._items
+        worktrees: list[JSONValue] = list(self._worktrees.values())
+        return cli_success("list", {"count": len(items), "items": items, "worktrees": worktrees})

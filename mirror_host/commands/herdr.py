@@ -229,7 +229,7 @@ class HerdrCommands(AgentInput):
             w.id: self._worktree(w, by_workspace.get(w.id, [])) for w in snapshot.workspaces
         }
         tab_order = {t.id: i for i, t in enumerate(snapshot.tabs)}
-        items: list[JSONValue] = []
+        listing = catalogue.Listing(worktrees.values())
         for workspace in snapshot.workspaces:
             panes = sorted(
                 by_workspace.get(workspace.id, []), key=lambda p: tab_order.get(p.tab_id, 1 << 30)
@@ -238,18 +238,9 @@ class HerdrCommands(AgentInput):
                 tab = tabs.get(pane.tab_id)
                 if tab is None:
                     continue
-                items.append(
-                    {
-                        "worktree": worktrees[workspace.id],
-                        "tab": self._tab(tab),
-                        "pane": self._pane(pane),
-                        "task": self._task(pane),
-                    }
-                )
-        return cli_success(
-            "list",
-            {"count": len(items), "items": items, "worktrees": list(worktrees.values())},
-        )
+                worktree = worktrees[workspace.id]
+                listing.add(worktree, self._tab(tab), self._pane(pane), self._task(pane))
+        return listing.result()
 
     @staticmethod
     def _task(pane: HerdrPane) -> dict[str, JSONValue]:

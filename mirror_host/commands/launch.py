@@ -37,7 +37,7 @@ from mirror_host.commands.agent_input import (
 )
 from mirror_host.commands.delivery import DeliveryTiming, Target, deliver
 from mirror_host.commands.first_prompt import FirstPrompts, Pending, failure_message, succeeded
-from mirror_host.commands.responses import SEND_REFUSED, cli_error, cli_success, rejected
+from mirror_host.commands.responses import SEND_REFUSED, cli_error, rejected
 from mirror_host.commands.shell_input import ShellPanes, deliver_command, shell_status
 from mirror_host.config import Profile
 from mirror_host.control import CreateCommand, SendCommand
@@ -234,12 +234,3 @@ class AgentPaneCommands(AgentInput):
             return {} if agent_state is None else {"status": task_status(agent_state)}
         status = shell_status(foreground, evidence, sendable=self.shell_send_enabled)
         return {"status": status} if status is not None else {}
-
-    @staticmethod
-    def list_result(
-        items: list[JSONValue], worktrees: dict[str, dict[str, JSONValue]]
-    ) -> JSONValue:
-        """``prowl.cli.list.v1`` with ``data.worktrees``."""
-        return cli_success(
-            "list", {"count": len(items), "items": items, "worktrees": list(worktrees.values())}
-        )

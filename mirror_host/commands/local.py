@@ -207,24 +207,15 @@ class LocalCommands(AgentPaneCommands):
 
     async def list(self) -> JSONValue:
         """``prowl.cli.list.v1``: panes grouped by worktree, one tab each."""
-        worktrees: dict[str, dict[str, JSONValue]] = {}
-        items: list[JSONValue] = []
+        listing = catalogue.Listing()
         for pane in self.source.live_panes():
             try:
                 record, task = await self._describe(pane)
             except PaneSourceError:
                 continue  # exited while being listed
-            worktree = catalogue.worktree_for(str(record["cwd"]))
-            worktrees.setdefault(str(worktree["id"]), worktree)
-            items.append(
-                {
-                    "worktree": worktree,
-                    "tab": {"id": record["id"], "title": pane.title, "selected": False},
-                    "pane": record,
-                    "task": task,
-                }
-            )
-        return self.list_result(items, worktrees)
+            tab: dict[str, JSONValue] = {"id": record["id"], "title": pane.title, "selected": False}
+            listing.add(catalogue.worktree_for(str(record["cwd"])), tab, record, task)
+        return listing.result()
 
     # ------------------------------------------------------------ create
 

@@ -321,8 +321,7 @@ class TmuxCommands(AgentPaneCommands):
             if screens[pane_id] is None and identify_group(foreground.processes) is not None
         ]
         screens.update(await self._unwatched_screens(unwatched))
-        worktrees: dict[str, dict[str, JSONValue]] = {}
-        items: list[JSONValue] = []
+        listing = catalogue.Listing()
         for (pane_id, row, (window_active, pane_active, _)), foreground in zip(
             panes, foregrounds, strict=True
         ):
@@ -331,22 +330,14 @@ class TmuxCommands(AgentPaneCommands):
             except PaneSourceError:
                 continue  # closed while being listed (its shell evidence reads it again)
             pane, task = record
-            worktree = catalogue.worktree_for(row.path)
-            worktrees.setdefault(str(worktree["id"]), worktree)
             pane["focused"] = window_active and pane_active
-            items.append(
-                {
-                    "worktree": worktree,
-                    "tab": {
-                        "id": row.window_id,
-                        "title": row.window_name,
-                        "selected": window_active,
-                    },
-                    "pane": pane,
-                    "task": task,
-                }
-            )
-        return self.list_result(items, worktrees)
+            tab: dict[str, JSONValue] = {
+                "id": row.window_id,
+                "title": row.window_name,
+                "selected": window_active,
+            }
+            listing.add(catalogue.worktree_for(row.path), tab, pane, task)
+        return listing.result()
 
     # ------------------------------------------------------------ create
 

@@ -8,7 +8,8 @@ of an outage as a warning and keeps quiet about the retries, waits 1 s, 2 s, 4 s
 … up to 30 s between attempts (less when its ``wake`` event is set: something
 changed), and starts again from 1 s once an attempt says the backend answered
 (:meth:`Follower.reached`). What the source keeps or forgets in an outage is its
-own business (``on_failure``).
+own business (``on_failure``). :func:`follow_health` says, one way for all three,
+where following stands for ``mirror-host status``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import NoReturn
 import trio
 
 from mirror_host.errors import PaneSourceError
+from mirror_host.panes.source import Health
 
-__all__ = ["FIRST_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "Follower"]
+__all__ = ["FIRST_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "Follower", "follow_health"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,3 +100,25 @@ class Follower:
                 else:
                     await wake().wait()
             self._backoff = min(self._backoff * 2, MAX_BACKOFF_SECONDS)
+
+
+def follow_health(
+    kind: str,
+    problem: str | None,
+    *,
+    waiting: str | None,
+    following: Callable[[], str],
+    retrying: str = "retrying",
+) -> Health:
+    """A followed backend's state for ``mirror-host status``.
+
+    ``unreachable`` while ``problem`` (a :class:`Follower`'s) says why it cannot
+    be followed (``"<problem>; <retrying>"``); else ``starting`` while
+    ``waiting`` says what the first answer is awaited from; else ``following``,
+    with ``following()``'s words (asked only then: it may look at the system).
+    """
+    if problem is not None:
+        return {"kind": kind, "state": "unreachable", "detail": f"{problem}; {retrying}"}
+    if waiting is not None:
+        return {"kind": kind, "state": "starting", "detail": waiting}
+    return {"kind": kind, "state": "following", "detail": following()}

@@ -74,7 +74,7 @@ from mirror_host.capture.values import (
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, PaneSourceUnavailable
 from mirror_host.panes.activity import InputActivity
-from mirror_host.panes.follow import MAX_BACKOFF_SECONDS, Follower
+from mirror_host.panes.follow import MAX_BACKOFF_SECONDS, Follower, follow_health
 from mirror_host.panes.lines import LineSplitter, LineTooLong
 from mirror_host.panes.mirrors import MirrorTable, PaneMirror
 from mirror_host.panes.model import PaneInfo
@@ -382,13 +382,13 @@ class TmuxSource:
 
     def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
-        problem = self._follower.problem
-        if problem is not None:
-            detail = f"{problem}; retrying (up to every {MAX_BACKOFF_SECONDS:g} s)"
-            return {"kind": "tmux", "state": "unreachable", "detail": detail}
-        if not self._listed.is_set():
-            return {"kind": "tmux", "state": "starting", "detail": f"reading {self._where}"}
-        return {"kind": "tmux", "state": "following", "detail": self._where}
+        return follow_health(
+            "tmux",
+            self._follower.problem,
+            waiting=None if self._listed.is_set() else f"reading {self._where}",
+            following=lambda: self._where,
+            retrying=f"retrying (up to every {MAX_BACKOFF_SECONDS:g} s)",
+        )
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status``: the panes mirrored, the control clients."""

@@ -6,6 +6,7 @@ import sys
 import uuid
 
 from mirror_host import control as c
+from mirror_host.commands.catalogue import Listing, worktree_record
 from mirror_host.commands.receipts import MAX_RECEIPTS, Admission, ReceiptBook
 from mirror_host.commands.responses import (
     REQUEST_LIMIT,
@@ -78,3 +79,24 @@ def test_grapheme_count_is_close_to_swift() -> None:
     assert grapheme_count("👩‍💻") == 1  # ZWJ sequence
     assert grapheme_count("🇯🇵🇫🇷") == 2  # two flags
     assert grapheme_count("中文") == 2
+
+
+def test_a_listing_names_each_worktree_once_in_first_named_order() -> None:
+    empty = worktree_record("w0", "empty", "/srv/empty", None)
+    listing = Listing([empty])
+    first = worktree_record("w1", "app", "/srv/app", "/srv/app")
+    again = worktree_record("w1", "app", "/srv/app/sub", "/srv/app")  # same id, other path
+    other = worktree_record("w2", "lib", "/srv/lib", None)
+    for worktree, pane in ((first, "a"), (other, "b"), (again, "c")):
+        listing.add(worktree, {"id": f"t{pane}"}, {"id": pane}, {})
+    result = listing.result()
+    assert isinstance(result, dict)
+    data = result["data"]
+    assert isinstance(data, dict)
+    assert data["count"] == 3
+    assert data["worktrees"] == [empty, first, other]
+    items = data["items"]
+    assert isinstance(items, list)
+    # The worktree first named stands for a later one with its id.
+    assert [item["worktree"] for item in items if isinstance(item, dict)] == [first, other, first]
+    assert items[2] == {"worktree": first, "tab": {"id": "tc"}, "pane": {"id": "c"}, "task": {}}

@@ -1,5 +1,6 @@
 """The one reconnect loop of the tmux, Herdr and agliteterm sources (``panes/follow.py``),
-on a mock clock: capped backoff, an outage said once, a fresh start after it."""
+on a mock clock: capped backoff, an outage said once, a fresh start after it; and the
+one way the three say where following stands (``follow_health``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import trio
 import trio.testing
 
 from mirror_host.errors import PaneSourceError
-from mirror_host.panes.follow import MAX_BACKOFF_SECONDS, Follower
+from mirror_host.panes.follow import MAX_BACKOFF_SECONDS, Follower, follow_health
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -126,3 +127,27 @@ async def test_an_os_error_from_an_attempt_is_an_outage_too(
         assert attempts == [start, start + 1.0, start + 3.0]  # waits of 1 s, then 2 s
         assert follower.problem is None and not follower.in_outage
         nursery.cancel_scope.cancel()
+
+
+def _never() -> str:
+    raise AssertionError("the following detail is asked only while following")
+
+
+def test_a_problem_is_unreachable_before_anything_else() -> None:
+    health = follow_health("herdr", "no such socket", waiting="connecting to /s", following=_never)
+    assert health == {"kind": "herdr", "state": "unreachable", "detail": "no such socket; retrying"}
+    tmux = follow_health(
+        "tmux", "gone", waiting=None, following=_never, retrying="retrying (up to every 30 s)"
+    )
+    assert tmux["detail"] == "gone; retrying (up to every 30 s)"
+
+
+def test_waiting_is_starting_and_then_following_says_its_own_words() -> None:
+    starting = follow_health("agliteterm", None, waiting="connecting to unix:/a", following=_never)
+    assert starting == {
+        "kind": "agliteterm",
+        "state": "starting",
+        "detail": "connecting to unix:/a",
+    }
+    following = follow_health("tmux", None, waiting=None, following=lambda: "-L work")
+    assert following == {"kind": "tmux", "state": "following", "detail": "-L work"}

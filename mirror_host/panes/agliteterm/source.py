@@ -93,6 +93,7 @@ from mirror_host.panes.agliteterm.render import (
 )
 from mirror_host.panes.agliteterm.scrollback import ScrolledView, scroll_step
 from mirror_host.panes.agliteterm.transport import Transport
+from mirror_host.panes.follow import follow_health
 from mirror_host.panes.mirrors import MirrorTable, PaneMirror
 from mirror_host.panes.model import PaneInfo
 from mirror_host.panes.source import Health
@@ -760,14 +761,12 @@ class AgliteSource:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``
         (the build, and what a newer one would add)."""
         discovery = self.discovery
-        if discovery.problem is not None:
-            detail = f"{discovery.problem}; retrying"
-            return {"kind": "agliteterm", "state": "unreachable", "detail": detail}
-        if discovery.dialect is None:
-            detail = f"connecting to {self.endpoint}"
-            return {"kind": "agliteterm", "state": "starting", "detail": detail}
-        detail = f"{discovery.offer.describe()} at {self.endpoint}"
-        return {"kind": "agliteterm", "state": "following", "detail": detail}
+        return follow_health(
+            "agliteterm",
+            discovery.problem,
+            waiting=f"connecting to {self.endpoint}" if discovery.dialect is None else None,
+            following=lambda: f"{discovery.offer.describe()} at {self.endpoint}",
+        )
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""

@@ -49,6 +49,7 @@ from mirror_host.capture.values import (
 from mirror_host.control import Representation, ScrollDirection
 from mirror_host.errors import PaneNotFound, PaneSourceError, UnsupportedOperation
 from mirror_host.limits import POLL_SECONDS
+from mirror_host.panes.follow import follow_health
 from mirror_host.panes.herdr.client import READ_SECONDS, HerdrClient
 from mirror_host.panes.herdr.discovery import LIFECYCLE_EVENTS, HerdrDiscovery
 from mirror_host.panes.herdr.mirror import Mirror, MirrorMode, Refused, StreamEnd
@@ -505,12 +506,18 @@ class HerdrSource:
     def health(self) -> Health:
         """The source's state for ``mirror-host status``: ``kind``, ``state``, ``detail``."""
         discovery = self.discovery
-        if discovery.problem is not None:
-            detail = f"{discovery.problem}; retrying"
-            return {"kind": "herdr", "state": "unreachable", "detail": detail}
-        if discovery.snapshot is None:
-            detail = f"connecting to {discovery.socket_path}"
-            return {"kind": "herdr", "state": "starting", "detail": detail}
+        return follow_health(
+            "herdr",
+            discovery.problem,
+            waiting=(
+                f"connecting to {discovery.socket_path}" if discovery.snapshot is None else None
+            ),
+            following=self._following,
+        )
+
+    def _following(self) -> str:
+        """The followed server, and polling while it refuses the observe program."""
+        discovery = self.discovery
         where = discovery.socket_path
         detail = f"Herdr {discovery.version} (protocol {discovery.protocol}) at {where}"
         refusal = self._refusal
@@ -518,7 +525,7 @@ class HerdrSource:
         # Only while it still holds: a new program or another server is tried again.
         if refusal is not None and program is not None and self._refused(program):
             detail += f"; polling: the herdr program was refused ({refusal.message})"
-        return {"kind": "herdr", "state": "following", "detail": detail}
+        return detail
 
     def statistics(self) -> dict[str, Any]:
         """Counters for ``mirror-host status`` and the benchmarks."""
