@@ -73,6 +73,7 @@ __all__ = [
     "agent_delivery",
     "bracketed",
     "carries",
+    "composer_echo",
     "observe",
     "plain_pasteable",
     "prompt_problem",
@@ -176,6 +177,19 @@ def carries(draft: str, prompt: str) -> bool:
     if token is not None:
         return wanted.endswith(squash(draft.strip()[token.end() :]))
     return len(seen) >= _TAIL and wanted.endswith(seen)
+
+
+def composer_echo(found: Detection, prompt: str) -> Verdict | str | None:
+    """What one look after the paste says: the composer holds exactly ``prompt``
+    (:class:`Echoed`), a dialog opened (no Enter), something else is there (why,
+    if time runs out), or nothing telling yet (``None``)."""
+    if found.state is AgentState.BLOCKED:
+        return withheld(f"a dialog opened in the pane ({found.reason})")
+    if found.state is AgentState.IDLE and found.composer is Composer.DRAFT:
+        if carries(found.draft, prompt):
+            return Echoed()
+        return "the composer holds something other than the text sent"
+    return None
 
 
 def agent_delivery(
@@ -304,13 +318,7 @@ class AgentPaneTarget:
 
         async def echo() -> Verdict | str | None:
             found = detect(state.processes, _view(await self.panes.screen(pane_id)))
-            if found.state is AgentState.BLOCKED:
-                return withheld(f"a dialog opened in the pane ({found.reason})")
-            if found.state is AgentState.IDLE and found.composer is Composer.DRAFT:
-                if carries(found.draft, prompt):
-                    return Echoed()
-                return "the composer holds something other than the text sent"
-            return None
+            return composer_echo(found, prompt)
 
         seen = await watch_echo(delivery.timing, echo, "the text never appeared in the composer")
         if not isinstance(seen, Echoed):

@@ -12,9 +12,17 @@ says what it means on Herdr, which reports each agent's state itself:
   whole) where the server has it. Its refusals that write nothing
   (``agent_blocked``, an agent not ready) are refusals; on servers without it
   (``unknown variant``, which wrote nothing either), the lease is asked again
-  and the text goes with ``pane.send_input``.
-* **confirm** (older servers): the text shows in the pane (``pane.read``);
-  then the engine sends Enter with ``pane.send_keys``.
+  and the text goes with ``pane.send_input``, but only into an empty
+  composer: the pane's screen is read (``pane.read`` ``visible`` ``ansi``,
+  drawn as polling draws it) and read by the agent's own screen reader, with
+  Herdr's ``agent`` standing in for a process (as agliteterm's status does).
+  A draft there refuses (the prompt would be submitted with it), and so do a
+  dialog, a working agent and a layout the host cannot recognise: nothing is
+  typed blindly.
+* **confirm** (older servers): the composer holds exactly the prompt, as on
+  tmux panes (:func:`~mirror_host.commands.agent_input.composer_echo`: the
+  same prompt already on screen in the transcript does not count); then the
+  engine sends Enter with ``pane.send_keys``.
 
 Herdr's source does not see what a Mac types into its panes (Herdr's own
 clients type directly), so there is no quiet rule here.
@@ -27,13 +35,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from mirror_host.agents.layout import squash
-from mirror_host.commands.agent_input import BUSY, prompt_problem
+from mirror_host.agents import AgentState, Composer, Detection, ForegroundProcess, detect
+from mirror_host.commands.agent_input import BUSY, composer_echo, prompt_problem
 from mirror_host.commands.delivery import (
     Delivered,
     Delivery,
     DeliveryTiming,
-    Echoed,
     Guard,
     Look,
     NotYet,
@@ -43,13 +50,15 @@ from mirror_host.commands.delivery import (
     watch_echo,
 )
 from mirror_host.commands.responses import AGENT_WHO, NO_AGENT, still_working, waiting_for_answer
-from mirror_host.errors import InputRefused
+from mirror_host.errors import InputRefused, PaneSourceError
 from mirror_host.panes.herdr.protocol import (
     HerdrError,
     HerdrPane,
     HerdrUnknownMethod,
     parse_pane,
 )
+from mirror_host.terminal import Screen
+from mirror_host.terminal.view import ScreenText
 
 __all__ = ["HERDR_TIMING", "HerdrAim", "HerdrCaller", "HerdrPanes", "HerdrTarget"]
 
@@ -64,8 +73,23 @@ _NOT_WRITTEN = {
     "agent_not_running": "{who} is not ready: {message}",
     "empty_agent_prompt": "Herdr found the prompt empty",
 }
-#: The echo check compares the end of the prompt, without whitespace (the agent may wrap it).
-_TAIL = 24
+
+
+def _unready(found: Detection, who: str) -> str | None:
+    """Why a prompt must not be typed into this composer (an old Herdr's fallback), or
+    ``None`` when it is empty and the agent idle."""
+    if found.state is AgentState.BLOCKED:
+        return _NOT_WRITTEN["agent_blocked"].format(who=who)
+    if found.state is AgentState.WORKING:
+        return _NOT_WRITTEN["agent_not_ready"].format(who=who, message="it is still working")
+    if found.composer is Composer.DRAFT:
+        return f"{who}'s input box holds an unsent draft on Host (send or clear it there first)"
+    if found.state is AgentState.IDLE and found.composer is Composer.EMPTY:
+        return None
+    return (
+        f"Host cannot recognise {who}'s input box ({found.reason}), and this Herdr "
+        "cannot take a prompt whole (it has no agent.prompt: update Herdr)"
+    )
 
 
 class HerdrPanes(Protocol):
@@ -87,6 +111,14 @@ class HerdrPanes(Protocol):
         self, pane_id: UUID, method: str, params: Mapping[str, Any]
     ) -> dict[str, Any]:
         """``method`` on a listed pane by its current Herdr id.
+
+        Raises:
+            PaneNotFound, PaneSourceError.
+        """
+        ...
+
+    async def read_screen(self, pane: HerdrPane) -> Screen:
+        """The pane's visible rows read now, on a screen.
 
         Raises:
             PaneNotFound, PaneSourceError.
@@ -168,30 +200,45 @@ class HerdrTarget:
                 if why is not None:
                     raise InputRefused(why.format(who=AGENT_WHO, message=exc.message)) from exc
                 raise
-            # Refused as unknown, it wrote nothing; but the lease may have gone meanwhile.
-            guard.check()
+            # Refused as unknown, it wrote nothing.
+        # An older server: the text is typed into the composer as it is, so only an
+        # empty one may take it. The lease is asked again after every await.
+        guard.check()
+        try:
+            found = await self._composer(state.pane)
+        except PaneSourceError as exc:  # nothing was written yet
+            raise InputRefused(f"Host could not read the pane ({exc})") from exc
+        why = _unready(found, _who(found, state.pane))
+        if why is not None:
+            raise InputRefused(why)
+        guard.check()
         await self.client.call(
             "pane.send_input", {"pane_id": state.pane.pane_id, "text": delivery.text}
         )
         return None
 
+    async def _composer(self, pane: HerdrPane) -> Detection:
+        """The agent Herdr names, as one pseudo-process, and its screen's verdict now."""
+        stand_in = (ForegroundProcess(pid=0, name=pane.agent or ""),)
+        return detect(stand_in, ScreenText(await self.panes.read_screen(pane)))
+
     async def confirm(self, delivery: Delivery, state: HerdrAim) -> Verdict:
-        """The end of the text shows in the pane."""
-        wanted = squash(delivery.text)[-_TAIL:]
+        """The composer holds exactly the prompt (older servers)."""
 
-        async def echo() -> Echoed | None:
-            result = await self.client.call(
-                "pane.read", {"pane_id": state.pane.pane_id, "source": "visible", "format": "text"}
-            )
-            read = result.get("read")
-            text = read.get("text") if isinstance(read, dict) else None
-            seen = isinstance(text, str) and wanted in squash(text)
-            return Echoed() if seen else None
+        async def echo() -> Verdict | str | None:
+            return composer_echo(await self._composer(state.pane), delivery.text)
 
-        return await watch_echo(delivery.timing, echo, "the text never appeared in the pane")
+        return await watch_echo(delivery.timing, echo, "the text never appeared in the composer")
 
     async def enter(self, delivery: Delivery, state: HerdrAim) -> None:
         await self.client.call("pane.send_keys", {"pane_id": state.pane.pane_id, "keys": ["Enter"]})
 
     def what(self, state: HerdrAim) -> str:
         return f"prompt to {state.pane.agent}"
+
+
+def _who(found: Detection, pane: HerdrPane) -> str:
+    """The agent's name for people: the host's, else Herdr's."""
+    if found.agent is not None:
+        return found.agent.display_name
+    return pane.display_agent or pane.agent or AGENT_WHO

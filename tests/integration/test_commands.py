@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import uuid
 from collections.abc import AsyncIterator
@@ -29,6 +30,7 @@ from mirror_host.host.service import run_host
 from mirror_host.panes.herdr.protocol import pane_uuid
 from mirror_host.panes.herdr.source import HerdrSource
 from tests.fakes.herdr_fake import FakeHerdr
+from tests.integration.agent_helpers import FakeAgent, received_settles, submissions_after
 from tests.integration.conftest import host_config, paired, port_of
 from tests.integration.mirror_helpers import list_panes, next_frame, subscribe
 
@@ -36,6 +38,23 @@ pytestmark = pytest.mark.timeout(120)
 
 FAKE_CLI = str(Path(__file__).resolve().parent.parent / "fakes" / "herdr")
 AGENT = "exec bash --norc --noprofile -i"
+
+
+def scripted_agent(state_dir: Path) -> tuple[FakeAgent, str]:
+    """The scripted Claude Code look-alike, and its pane's command (``exec``: the pane's
+    process is the agent). An old server's fallback types only into a composer it can read."""
+    agent = FakeAgent(state_dir / "agent")
+    return agent, f"exec {agent.command()}"
+
+
+async def composer_drawn(fake: FakeHerdr, pane: str, shown: str) -> None:
+    """Wait until the agent's input box row shows ``shown`` (on Herdr's own screen)."""
+    with trio.fail_after(15):
+        while not any(
+            row.startswith("❯") and row[1:].strip() == shown
+            for row in fake.pane_screen(pane).active_text().splitlines()
+        ):
+            await trio.sleep(0.05)
 
 
 @pytest.fixture
@@ -56,6 +75,7 @@ async def command_host(
     protocol: int = 22,
     profiles: tuple[Profile, ...] | None = None,
     timing: DeliveryTiming = HERDR_TIMING,
+    agent: str = AGENT,
 ) -> AsyncIterator[tuple[Host, FakeHerdr, dict[str, str]]]:
     fake = FakeHerdr(state_dir / "herdr.sock", protocol=protocol)
     workspace = fake.add_workspace("api", cwd=str(state_dir))
@@ -64,7 +84,7 @@ async def command_host(
     ids = {
         "workspace": workspace,
         "empty": empty,
-        "agent": await fake.add_pane(tab, AGENT, agent="claude", agent_status="idle"),
+        "agent": await fake.add_pane(tab, agent, agent="claude", agent_status="idle"),
         "shell": await fake.add_pane(tab, AGENT),
     }
     source = HerdrSource(state_dir / "herdr.sock", herdr_bin=FAKE_CLI)
@@ -324,7 +344,13 @@ async def test_agent_input_delivers_text_and_enter(state_dir: Path) -> None:
 async def test_agent_input_on_an_old_server_confirms_before_enter(state_dir: Path) -> None:
     # A loaded machine may take more than the product's 2 s to echo the paste.
     slow_echo = replace(HERDR_TIMING, echo_seconds=20.0)
-    async with command_host(state_dir, protocol=16, timing=slow_echo) as (host, fake, ids):
+    _, command = scripted_agent(state_dir)
+    async with command_host(state_dir, protocol=16, timing=slow_echo, agent=command) as (
+        host,
+        fake,
+        ids,
+    ):
+        await composer_drawn(fake, ids["agent"], "")  # the agent is up, its input box empty
         credential, pane = await agent_lease(host, fake, ids["agent"])
         async with login("127.0.0.1", port_of(host), credential) as phone:
             sub = await subscribe(phone, pane, c.Representation.TEXT)
@@ -362,6 +388,88 @@ async def test_agent_input_on_an_old_server_types_nothing_once_the_lease_is_lost
         assert fake.requests_for("agent.prompt")  # it was asked, and refused as unknown
         assert not fake.requests_for("pane.send_input") and not fake.requests_for("pane.send_keys")
         assert fake.received_input(ids["agent"]) == before
+
+
+async def test_an_old_server_never_types_into_a_draft(state_dir: Path) -> None:
+    """Without agent.prompt the text would be typed after the user's half-written draft
+    and submitted with it: refused, nothing written (as on tmux panes)."""
+    agent, command = scripted_agent(state_dir)
+    agent.set(state="idle", draft="half-typed idea")
+    async with command_host(state_dir, protocol=16, agent=command) as (host, fake, ids):
+        await composer_drawn(fake, ids["agent"], "half-typed idea")
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            result = await run(
+                phone, c.AgentsInputCommand(pane=str(pane), prompt="fix it"), sub=sub
+            )
+            assert result["ok"] is False, result
+            assert result["error"]["code"] == "DISPATCH_TARGET_BUSY"
+            assert "draft" in result["error"]["message"]
+            assert "nothing was sent" in result["error"]["message"]
+            assert fake.requests_for("agent.prompt")  # asked first, refused as unknown
+            assert not fake.requests_for("pane.send_input") and not fake.requests_for(
+                "pane.send_keys"
+            )
+            assert agent.received() == b"" and agent.submissions() == []
+
+
+async def test_an_old_server_refuses_a_screen_it_cannot_read(state_dir: Path) -> None:
+    """Herdr names an agent but the screen shows no input box the host can read (here a
+    shell): the fallback does not type blindly."""
+    async with command_host(state_dir, protocol=16) as (host, fake, ids):
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            before = fake.received_input(ids["agent"])
+            result = await run(phone, c.AgentsInputCommand(pane=str(pane), prompt="hi"), sub=sub)
+            assert result["ok"] is False and result["error"]["code"] == "DISPATCH_TARGET_BUSY"
+            assert "cannot recognise" in result["error"]["message"], result
+            assert not fake.requests_for("pane.send_input")
+            assert fake.received_input(ids["agent"]) == before
+
+
+async def test_an_old_server_waits_for_the_second_paste_of_the_same_prompt(
+    state_dir: Path,
+) -> None:
+    """``continue`` twice: the first one is still on screen (the transcript) when the
+    second is typed. Enter waits for the composer to hold it; an agent that has not
+    drawn the paste (stopped here) gets none."""
+    agent, command = scripted_agent(state_dir)
+    short_echo = replace(HERDR_TIMING, echo_seconds=1.5)
+    async with command_host(state_dir, protocol=16, timing=short_echo, agent=command) as (
+        host,
+        fake,
+        ids,
+    ):
+        await composer_drawn(fake, ids["agent"], "")
+        credential, pane = await agent_lease(host, fake, ids["agent"])
+        async with login("127.0.0.1", port_of(host), credential) as phone:
+            sub = await subscribe(phone, pane, c.Representation.TEXT)
+            await next_frame(phone, sub)
+            prompt = c.AgentsInputCommand(pane=str(pane), prompt="continue")
+            first = await run(phone, prompt, sub=sub)
+            assert first["ok"] is True, first
+            assert await submissions_after(agent, 1) == [{"prompt": "continue", "state": "idle"}]
+            await composer_drawn(fake, ids["agent"], "")  # emptied, "❯ continue" above it
+            pid = fake.pane_pids()[ids["agent"]]
+            os.kill(pid, signal.SIGSTOP)  # the paste will not be drawn
+            try:
+                second = await run(phone, prompt, sub=sub)
+                sent = fake.received_input(ids["agent"])
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert second["ok"] is False and second["error"]["code"] == "SEND_FAILED", second
+            assert "never appeared in the composer" in second["error"]["message"]
+            assert len(fake.requests_for("pane.send_input")) == 2
+            assert len(fake.requests_for("pane.send_keys")) == 1  # the first one's Enter
+            assert sent.endswith(b"continue\x1b[201~")
+            # Drawn now, and left unsent in the composer.
+            await composer_drawn(fake, ids["agent"], "continue")
+            assert (await received_settles(agent)).endswith(b"continue\x1b[201~")
+            assert len(agent.submissions()) == 1
 
 
 async def test_blocked_or_agentless_panes_get_nothing(state_dir: Path) -> None:
@@ -564,16 +672,25 @@ async def test_a_takeover_while_the_echo_is_awaited_leaves_an_unconfirmed_receip
     is read. The delivery finishes without Enter, and the receipt says the text may
     sit unsent (``SEND_FAILED``), not that it was cancelled before delivery."""
     long_echo = replace(HERDR_TIMING, echo_seconds=60.0)
-    async with command_host(state_dir, protocol=16, timing=long_echo) as (host, fake, ids):
+    _, command = scripted_agent(state_dir)
+    async with command_host(state_dir, protocol=16, timing=long_echo, agent=command) as (
+        host,
+        fake,
+        ids,
+    ):
+        await composer_drawn(fake, ids["agent"], "")  # the agent is up, its input box empty
         credential, pane = await agent_lease(host, fake, ids["agent"])
         mac_credential = await paired(host, "Mac")
         port = port_of(host)
         pending_id = uuid.uuid4()
-        # The echo check's read (plain text of the visible screen) is held until cleared.
+        # The echo check's reads (of the visible screen, once the text is written) are
+        # held until cleared.
         fake.delay_method(
             "pane.read",
             60.0,
-            when=lambda p: p.get("source") == "visible" and p.get("format") == "text",
+            when=lambda p: (
+                p.get("source") == "visible" and bool(fake.requests_for("pane.send_input"))
+            ),
         )
         async with login("127.0.0.1", port, credential) as phone:
             sub = await subscribe(phone, pane, c.Representation.TEXT)

@@ -70,6 +70,7 @@ from mirror_host.panes.herdr.protocol import (
 from mirror_host.panes.mirrors import MirrorTable
 from mirror_host.panes.model import PaneInfo
 from mirror_host.panes.source import Health
+from mirror_host.terminal import Screen
 
 __all__ = ["LIFECYCLE_EVENTS", "HerdrSource"]
 
@@ -481,6 +482,15 @@ class HerdrSource:
             raise
         except PaneSourceError as exc:
             logger.debug("re-reading Herdr pane %s after a scroll: %s", mirror.pane.pane_id, exc)
+
+    async def read_screen(self, pane: HerdrPane) -> Screen:
+        """The pane's visible rows read now (``pane.read``), drawn as polling draws them.
+
+        Raises:
+            HerdrPaneNotFound: the pane is gone.
+            PaneSourceError: Herdr failed.
+        """
+        return self._poller.draw(pane, await self._poller.read(pane))
 
     async def history(self, pane_id: UUID) -> HistoryCapture:
         """A passive ``recent`` read in ANSI format, styles stripped."""
