@@ -16,9 +16,10 @@
   reports the agent ``blocked``, when no agent runs there, or when the agent
   is still ``working`` after a 5 s grace; delivered with ``agent.prompt``
   (bracketed text, then Enter) where the server has it, on older servers with
-  ``pane.send_input`` followed by Enter only after the text is seen in the
-  pane. Success means every byte and the Enter were handed to Herdr; anything
-  less is ``SEND_FAILED`` saying how far it got, and nothing is retried.
+  ``pane.send_input`` into an input box the host reads empty, followed by
+  Enter only once the box holds exactly the prompt. Success means every byte
+  and the Enter were handed to Herdr; anything less is ``SEND_FAILED`` saying
+  how far it got, and nothing is retried.
 * ``send``: refused with Prowl's own words ("Host cannot verify an empty shell
   command line. Use an Agent Profile or control the shell on Host."), which is
   exactly so here: Herdr reports an agent's state, but nothing that proves a
