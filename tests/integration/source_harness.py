@@ -146,10 +146,13 @@ class LocalUnderTest(SourceUnderTest):
         return pane_id
 
     async def close_pane(self, pane_id: UUID) -> None:
-        os.killpg(self.source.pane(pane_id).pid, signal.SIGHUP)
+        pid = self.source.pane(pane_id).pid
+        await wait_program_in_place(pid)
+        os.killpg(pid, signal.SIGHUP)
 
     async def stop_backend(self) -> None:
-        for pane in self.source.live_panes():
+        for pane in self.source.live_panes():  # the source's own first pane too
+            await wait_program_in_place(pane.pid)
             os.killpg(pane.pid, signal.SIGHUP)
 
 
